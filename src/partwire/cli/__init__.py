@@ -1,0 +1,64 @@
+"""The command line: ``partwire serve`` and ``partwire run``. Parse, call, render."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+
+from partwire import __version__
+from partwire.config import DEFAULT_HOST, DEFAULT_PORT, load_settings
+from partwire.errors import PartwireError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="partwire", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"partwire {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the API on a port (default 127.0.0.1:4096)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--hostname", default=DEFAULT_HOST)
+    serve.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+
+    run = commands.add_parser("run", help="send one prompt and render the answer live")
+    run.add_argument("message", nargs="+", help="the prompt text")
+    run.add_argument("--attach", metavar="URL", help="use a running server instead of a new one")
+    run.add_argument("--model", metavar="PROVIDER/MODEL", help="e.g. demo/demo")
+    run.add_argument("--agent", default=None)
+    run.add_argument("--session", metavar="ID", help="continue this session")
+    run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    err = Console(stderr=True)
+    try:
+        settings = load_settings(project_dir=args.project)
+        if args.command == "serve":
+            from partwire.server.runner import serve
+
+            err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
+            err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
+            serve(settings, args.hostname, args.port)
+            return 0
+        from partwire.cli.run import run_prompt
+
+        return asyncio.run(run_prompt(args, settings))
+    except PartwireError as exc:
+        err.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        return 1
+    except httpx.HTTPError as exc:
+        err.print(f"[red]error:[/red] cannot reach the server: {exc}", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Python client: typed HTTP calls, resumable events, and the state reducer."""

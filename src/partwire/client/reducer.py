@@ -1,0 +1,122 @@
+"""reduce(state, event) → state: the client-side view of sessions, messages and parts.
+
+The state is normalized the way opencode's clients keep it: sessions by id,
+status by session, messages in id order per session, parts in id order per
+message. Applying every event of a session in order yields exactly what
+``GET /session/{id}/message`` returns.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from partwire.schema.event import (
+    Event,
+    MessageInfo,
+    MessageRef,
+    PartDeltaProps,
+    PartRef,
+    PartUpdatedProps,
+    SessionInfo,
+    SessionStatusProps,
+)
+from partwire.schema.message import Message, MessageWithParts
+from partwire.schema.part import Part
+from partwire.schema.session import Session, SessionStatus
+
+
+@dataclass
+class ClientState:
+    session: dict[str, Session] = field(default_factory=dict)
+    session_status: dict[str, SessionStatus] = field(default_factory=dict)
+    message: dict[str, list[Message]] = field(default_factory=dict)
+    part: dict[str, list[Part]] = field(default_factory=dict)
+    last_event_id: str | None = None
+
+    def messages(self, session_id: str) -> list[MessageWithParts]:
+        """The session's messages with their parts, shaped like the HTTP response."""
+        return [
+            MessageWithParts(info=info, parts=list(self.part.get(info.id, [])))
+            for info in self.message.get(session_id, [])
+        ]
+
+
+def _upsert(items: list[Any], item: Any) -> None:
+    """Insert or replace by id, keeping the list sorted by id."""
+    keys = [existing.id for existing in items]
+    index = bisect.bisect_left(keys, item.id)
+    if index < len(items) and items[index].id == item.id:
+        items[index] = item
+    else:
+        items.insert(index, item)
+
+
+def _remove(items: list[Any], item_id: str) -> None:
+    items[:] = [existing for existing in items if existing.id != item_id]
+
+
+def _session_updated(state: ClientState, props: SessionInfo) -> None:
+    state.session[props.info.id] = props.info
+
+
+def _session_deleted(state: ClientState, props: SessionInfo) -> None:
+    state.session.pop(props.info.id, None)
+    state.session_status.pop(props.info.id, None)
+    for message in state.message.pop(props.info.id, []):
+        state.part.pop(message.id, None)
+
+
+def _status(state: ClientState, props: SessionStatusProps) -> None:
+    state.session_status[props.session_id] = props.status
+
+
+def _message_updated(state: ClientState, props: MessageInfo) -> None:
+    _upsert(state.message.setdefault(props.session_id, []), props.info)
+
+
+def _message_removed(state: ClientState, props: MessageRef) -> None:
+    _remove(state.message.get(props.session_id, []), props.message_id)
+    state.part.pop(props.message_id, None)
+
+
+def _part_updated(state: ClientState, props: PartUpdatedProps) -> None:
+    _upsert(state.part.setdefault(props.part.message_id, []), props.part)
+
+
+def _part_delta(state: ClientState, props: PartDeltaProps) -> None:
+    parts = state.part.get(props.message_id, [])
+    for index, part in enumerate(parts):
+        if part.id == props.part_id:
+            current = getattr(part, props.field, "") or ""
+            parts[index] = part.model_copy(update={props.field: current + props.delta})
+            return
+
+
+def _part_removed(state: ClientState, props: PartRef) -> None:
+    _remove(state.part.get(props.message_id, []), props.part_id)
+
+
+_REDUCERS: dict[str, Callable[[ClientState, Any], None]] = {
+    "session.created": _session_updated,
+    "session.updated": _session_updated,
+    "session.deleted": _session_deleted,
+    "session.status": _status,
+    "message.updated": _message_updated,
+    "message.removed": _message_removed,
+    "message.part.updated": _part_updated,
+    "message.part.delta": _part_delta,
+    "message.part.removed": _part_removed,
+}
+
+
+def reduce(state: ClientState, event: Event) -> ClientState:
+    """Apply one event in place and return the state (events it does not know are ignored)."""
+    reducer = _REDUCERS.get(event.type)
+    if reducer is not None:
+        reducer(state, event.properties)
+    if event.id.startswith("evt_") and event.type not in ("server.connected", "server.heartbeat"):
+        state.last_event_id = event.id
+    return state

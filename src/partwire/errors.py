@@ -1,0 +1,101 @@
+"""One exception hierarchy for partwire.
+
+::
+
+    PartwireError
+    ├── UserError                  shown to the caller of the API / CLI (HTTP 4xx)
+    │   ├── NotFoundError          an id that does not exist (404)
+    │   ├── BadRequestError        malformed or empty input (400)
+    │   └── SessionBusyError       the operation needs an idle session (409)
+    ├── ToolError                  goes back to the model as a tool `error` state
+    │   └── ToolArgumentsError     the model's arguments did not validate
+    ├── ProviderError              a model call failed; carries retryability
+    ├── AbortedError               the session was aborted while working
+    ├── ConfigError                settings are invalid; says which and how to fix
+    └── IllegalTransitionError     a programming mistake: a lifecycle edge that is not allowed
+"""
+
+from __future__ import annotations
+
+
+class PartwireError(Exception):
+    """Base of every error partwire raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UserError(PartwireError):
+    status_code = 400
+    name = "BadRequest"
+
+
+class NotFoundError(UserError):
+    status_code = 404
+    name = "NotFoundError"
+
+    def __init__(self, kind: str, identifier: str) -> None:
+        super().__init__(f"{kind} not found: {identifier}")
+        self.kind = kind
+        self.identifier = identifier
+
+
+class BadRequestError(UserError):
+    def __init__(self, message: str, *, field: str | None = None, kind: str = "Body") -> None:
+        super().__init__(message)
+        self.field = field
+        self.kind = kind
+
+
+class SessionBusyError(UserError):
+    status_code = 409
+    name = "SessionBusyError"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session {session_id} is busy; abort it or wait for session.idle")
+        self.session_id = session_id
+
+
+class ToolError(PartwireError):
+    """A tool failed in a way the model should see and may correct."""
+
+
+class ToolArgumentsError(ToolError):
+    def __init__(self, tool: str, detail: str) -> None:
+        super().__init__(
+            f"The {tool} tool was called with invalid arguments: {detail}. "
+            "Rewrite the input so it satisfies the tool's schema."
+        )
+        self.tool = tool
+
+
+class ProviderError(PartwireError):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status_code: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status_code = status_code
+        self.retry_after_s = retry_after_s
+
+
+class AbortedError(PartwireError):
+    def __init__(self, message: str = "The operation was aborted.") -> None:
+        super().__init__(message)
+
+
+class ConfigError(PartwireError):
+    pass
+
+
+class IllegalTransitionError(PartwireError):
+    def __init__(self, what: str, current: str, target: str) -> None:
+        super().__init__(f"Illegal {what} transition: {current} -> {target}")
+        self.current = current
+        self.target = target

@@ -1,0 +1,73 @@
+"""Identifiers: a prefix, then a time-ordered body, so sorting ids sorts by creation.
+
+The body is 12 hex digits of ``time_ms * 4096 + counter`` followed by 14 random
+base62 characters. The counter keeps ids strictly monotonic inside a process even
+when many are made in the same millisecond (or the clock steps back). Session ids
+are descending (bitwise complement of the time part), so the newest sorts first.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Literal
+
+Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "call"]
+
+_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_RANDOM_LENGTH = 14
+_TIME_MASK = (1 << 48) - 1
+
+_lock = threading.Lock()
+_last_value = 0
+
+
+def _next_value() -> int:
+    global _last_value
+    with _lock:
+        candidate = int(time.time() * 1000) * 0x1000
+        _last_value = max(candidate, _last_value + 1)
+        return _last_value
+
+
+def _random_suffix() -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_LENGTH))
+
+
+def ascending(prefix: Prefix) -> str:
+    """A new id that sorts after every id this process made before it."""
+    return f"{prefix}_{_next_value() & _TIME_MASK:012x}{_random_suffix()}"
+
+
+def descending(prefix: Prefix) -> str:
+    """A new id that sorts before every id this process made before it."""
+    return f"{prefix}_{~_next_value() & _TIME_MASK:012x}{_random_suffix()}"
+
+
+def session_id() -> str:
+    return descending("ses")
+
+
+def message_id() -> str:
+    return ascending("msg")
+
+
+def part_id() -> str:
+    return ascending("prt")
+
+
+def event_id() -> str:
+    return ascending("evt")
+
+
+def observe(identifier: str) -> None:
+    """Make later ids sort after ``identifier`` (e.g. the newest id found on disk)."""
+    global _last_value
+    body = identifier.split("_", 1)[-1][:12]
+    try:
+        value = int(body, 16)
+    except ValueError:
+        return
+    with _lock:
+        _last_value = max(_last_value, value)

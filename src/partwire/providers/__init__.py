@@ -1,0 +1,1 @@
+"""Model providers: the LanguageModel protocol, normalized stream events, the demo model."""

@@ -1,0 +1,206 @@
+"""The offline demo model ``demo/demo``: deterministic, keyless, and uses real tools.
+
+Its reply depends only on the last user text, the tool results that followed it,
+and the project's files:
+
+- ``long N``: streams N text deltas, one word each (``w0 w1 … w{N-1}``).
+- ``list``: calls the ``list`` tool on the project root, then summarizes it.
+- a path of an existing file in the project: calls ``read`` on it, then summarizes.
+- ``glob PATTERN``: calls the ``glob`` tool with that pattern, then summarizes.
+- anything else: a short reasoning part, then a markdown answer about the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from partwire.config import Settings
+from partwire.providers.registry import register_provider
+from partwire.providers.stream import (
+    AssistantTurn,
+    Finish,
+    FinishReason,
+    FinishStep,
+    ModelRequest,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StartStep,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputEnd,
+    ToolInputStart,
+    ToolResultTurn,
+    Turn,
+    Usage,
+    UserTurn,
+)
+
+_LONG = re.compile(r"^\s*long\s+(\d+)\s*$", re.IGNORECASE)
+_GLOB = re.compile(r"^\s*glob\s+(\S+)\s*$", re.IGNORECASE)
+MAX_LONG = 1_000_000
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+def _words(text: str) -> list[str]:
+    """Split text into deltas that keep their trailing whitespace (one word each)."""
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+class DemoModel:
+    provider_id = "demo"
+    model_id = "demo"
+    context_limit = 200_000
+
+    def __init__(self, project_dir: Path, delay_ms: float) -> None:
+        self.project_dir = project_dir
+        self.delay_s = delay_ms / 1000
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        prompt, results = _last_prompt(request.messages)
+        self._input_tokens = sum(_tokens(_turn_text(t)) for t in request.messages)
+        yield StreamStart()
+        yield StartStep()
+        if results:
+            async for event in self._text(_summarize(results)):
+                yield event
+            for event in self._finish("stop", _summarize(results)):
+                yield event
+            return
+        call = self._tool_for(prompt)
+        if call is not None:
+            async for event in self._tool_call(*call):
+                yield event
+            return
+        async for event in self._answer(prompt):
+            yield event
+
+    def _tool_for(self, prompt: str) -> tuple[str, dict[str, str]] | None:
+        text = prompt.strip()
+        if text.lower() == "list":
+            return "list", {"path": "."}
+        if match := _GLOB.match(text):
+            return "glob", {"pattern": match.group(1)}
+        if text and "\n" not in text and len(text) < 4096:
+            candidate = self.project_dir / text
+            try:
+                if candidate.is_file():
+                    return "read", {"filePath": text}
+            except OSError:
+                return None
+        return None
+
+    async def _answer(self, prompt: str) -> AsyncIterator[StreamEvent]:
+        if match := _LONG.match(prompt):
+            count = min(int(match.group(1)), MAX_LONG)
+            async for event in self._deltas("t0", (f"w{i} " for i in range(count))):
+                yield event
+            for event in self._finish("stop", "w0 " * count):
+                yield event
+            return
+        reasoning = (
+            f"The user wrote {len(prompt.split())} words. I will echo them back in markdown."
+        )
+        yield ReasoningStart("r0")
+        for word in _words(reasoning):
+            await self._pause()
+            yield ReasoningDelta("r0", word)
+        yield ReasoningEnd("r0")
+        answer = _markdown_answer(prompt)
+        async for event in self._text(answer):
+            yield event
+        for event in self._finish("stop", reasoning + answer):
+            yield event
+
+    async def _text(self, text: str) -> AsyncIterator[StreamEvent]:
+        async for event in self._deltas("t0", iter(_words(text))):
+            yield event
+
+    async def _deltas(self, part: str, words: object) -> AsyncIterator[StreamEvent]:
+        yield TextStart(part)
+        for word in words:  # type: ignore[attr-defined]
+            await self._pause()
+            yield TextDelta(part, word)
+        yield TextEnd(part)
+
+    async def _tool_call(self, tool: str, args: dict[str, str]) -> AsyncIterator[StreamEvent]:
+        call_id = f"call_demo_{tool}"
+        raw = json.dumps(args)
+        yield ToolInputStart(call_id, tool)
+        for chunk in (raw[i : i + 8] for i in range(0, len(raw), 8)):
+            await self._pause()
+            yield ToolInputDelta(call_id, chunk)
+        yield ToolInputEnd(call_id)
+        yield ToolCall(call_id, tool, raw)
+        for event in self._finish("tool-calls", raw):
+            yield event
+
+    def _finish(self, reason: FinishReason, output: str) -> list[StreamEvent]:
+        usage = Usage(input=self._input_tokens, output=_tokens(output))
+        return [FinishStep(reason, usage), Finish(reason)]
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.delay_s)
+
+
+def _turn_text(turn: Turn) -> str:
+    if isinstance(turn, ToolResultTurn):
+        return turn.output
+    return turn.text
+
+
+def _last_prompt(messages: tuple[Turn, ...]) -> tuple[str, list[ToolResultTurn]]:
+    """The last user text and the tool results that came after it."""
+    results: list[ToolResultTurn] = []
+    for turn in reversed(messages):
+        if isinstance(turn, UserTurn):
+            return turn.text, list(reversed(results))
+        if isinstance(turn, ToolResultTurn):
+            results.append(turn)
+        if isinstance(turn, AssistantTurn) and turn.text and not turn.tool_calls:
+            results.clear()
+    return "", list(reversed(results))
+
+
+def _summarize(results: list[ToolResultTurn]) -> str:
+    lines: list[str] = []
+    for result in results:
+        if result.is_error:
+            lines.append(f"The `{result.tool}` tool failed: {result.output}")
+            continue
+        body = [line for line in result.output.splitlines() if line.strip()]
+        preview = "\n".join(f"    {line}" for line in body[:8])
+        more = f"\n\n…and {len(body) - 8} more lines." if len(body) > 8 else ""
+        lines.append(f"The `{result.tool}` tool returned {len(body)} lines:\n\n{preview}{more}")
+    return "\n\n".join(lines) + "\n"
+
+
+def _markdown_answer(prompt: str) -> str:
+    words = prompt.split()
+    return (
+        "## Demo model\n\n"
+        f"You said: **{' '.join(words[:40])}{' …' if len(words) > 40 else ''}**\n\n"
+        f"- words: {len(words)}\n"
+        f"- characters: {len(prompt)}\n\n"
+        "Try `list`, a file path such as `README.md`, `glob **/*.py` or `long 200`.\n"
+    )
+
+
+def _factory(model_id: str, settings: Settings) -> DemoModel:
+    return DemoModel(settings.project_dir, settings.demo_delay_ms)
+
+
+def register() -> None:
+    register_provider("demo", _factory, ("demo",))

@@ -1,0 +1,47 @@
+"""Provider registry: built-in and third-party providers register the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from partwire.config import Settings
+from partwire.errors import BadRequestError
+from partwire.providers.base import LanguageModel
+
+ModelFactory = Callable[[str, Settings], LanguageModel]
+
+_PROVIDERS: dict[str, tuple[ModelFactory, tuple[str, ...]]] = {}
+
+
+def register_provider(provider_id: str, factory: ModelFactory, models: tuple[str, ...]) -> None:
+    """Make ``provider_id/<model>`` resolvable; ``models`` lists the known model ids."""
+    _PROVIDERS[provider_id] = (factory, models)
+
+
+def available_models() -> list[str]:
+    return [f"{pid}/{mid}" for pid, (_, models) in _PROVIDERS.items() for mid in models]
+
+
+def resolve_model(provider_id: str, model_id: str, settings: Settings) -> LanguageModel:
+    entry = _PROVIDERS.get(provider_id)
+    if entry is None or model_id not in entry[1]:
+        raise BadRequestError(
+            f"Unknown model {provider_id}/{model_id}; "
+            f"available: {', '.join(available_models()) or 'none'}",
+            field="model",
+        )
+    return entry[0](model_id, settings)
+
+
+def parse_model_ref(ref: str) -> tuple[str, str]:
+    """Split ``provider/model`` into its halves, with an error that shows the form."""
+    provider_id, sep, model_id = ref.partition("/")
+    if not sep or not provider_id or not model_id:
+        raise BadRequestError(f"Model {ref!r} must look like provider/model, e.g. demo/demo")
+    return provider_id, model_id
+
+
+def load_builtin_providers() -> None:
+    from partwire.providers import demo
+
+    demo.register()

@@ -1,0 +1,188 @@
+"""Normalized stream events: every provider's stream is mapped to these.
+
+They are in-process values (never on the wire), so they are plain frozen
+dataclasses: the text-delta path is hot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FinishReason = Literal["stop", "length", "tool-calls", "content-filter", "error", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    type: Literal["start"] = "start"
+
+
+@dataclass(frozen=True, slots=True)
+class StartStep:
+    type: Literal["start-step"] = "start-step"
+
+
+@dataclass(frozen=True, slots=True)
+class TextStart:
+    id: str
+    type: Literal["text-start"] = "text-start"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    id: str
+    delta: str
+    type: Literal["text-delta"] = "text-delta"
+
+
+@dataclass(frozen=True, slots=True)
+class TextEnd:
+    id: str
+    type: Literal["text-end"] = "text-end"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningStart:
+    id: str
+    type: Literal["reasoning-start"] = "reasoning-start"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    id: str
+    delta: str
+    type: Literal["reasoning-delta"] = "reasoning-delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEnd:
+    id: str
+    type: Literal["reasoning-end"] = "reasoning-end"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputStart:
+    id: str
+    tool_name: str
+    type: Literal["tool-input-start"] = "tool-input-start"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputDelta:
+    id: str
+    delta: str
+    type: Literal["tool-input-delta"] = "tool-input-delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputEnd:
+    id: str
+    type: Literal["tool-input-end"] = "tool-input-end"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model's finished call. ``input`` is the raw JSON text; the tool validates it."""
+
+    call_id: str
+    tool_name: str
+    input: str
+    type: Literal["tool-call"] = "tool-call"
+
+
+@dataclass(frozen=True, slots=True)
+class FinishStep:
+    finish_reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+    type: Literal["finish-step"] = "finish-step"
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    finish_reason: FinishReason
+    type: Literal["finish"] = "finish"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    message: str
+    retryable: bool = False
+    status_code: int | None = None
+    type: Literal["error"] = "error"
+
+
+StreamEvent = (
+    StreamStart
+    | StartStep
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolInputStart
+    | ToolInputDelta
+    | ToolInputEnd
+    | ToolCall
+    | FinishStep
+    | Finish
+    | StreamError
+)
+
+
+# ---- the request side -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurn:
+    text: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    call_id: str
+    tool: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTurn:
+    text: str
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultTurn:
+    call_id: str
+    tool: str
+    output: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Turn = UserTurn | AssistantTurn | ToolResultTurn
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: tuple[Turn, ...]
+    tools: tuple[ToolSpec, ...] = ()

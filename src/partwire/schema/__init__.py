@@ -1,0 +1,1 @@
+"""Wire types, shaped like opencode's HTTP/SSE API."""

@@ -1,0 +1,54 @@
+"""The base of every wire model: opencode field names on the wire, unset fields omitted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    """A model that reads and writes opencode's wire shape.
+
+    Fields use Python names with opencode aliases (``session_id`` ↔ ``sessionID``);
+    both spellings validate, the alias is what is serialized, and optional fields
+    that are unset are left out rather than sent as ``null``.
+    """
+
+    model_config = ConfigDict(
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict exactly as it goes on the wire."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def wire_json(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+class Tokens(WireModel):
+    class Cache(WireModel):
+        read: int = 0
+        write: int = 0
+
+    total: int | None = None
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache: Cache = Cache()
+
+    def plus(self, other: Tokens) -> Tokens:
+        return Tokens(
+            total=(self.total or 0) + (other.total or 0) or None,
+            input=self.input + other.input,
+            output=self.output + other.output,
+            reasoning=self.reasoning + other.reasoning,
+            cache=Tokens.Cache(
+                read=self.cache.read + other.cache.read,
+                write=self.cache.write + other.cache.write,
+            ),
+        )

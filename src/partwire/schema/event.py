@@ -1,0 +1,195 @@
+"""The event registry and catalog: each event type is declared exactly once, here.
+
+An event on the wire is ``{"id": "evt_…", "type": "<noun.verb>", "properties": {…}}``.
+The bus, the SSE route, the client parser and the OpenAPI union all derive from
+:data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import Field, create_model
+
+from partwire.schema.base import WireModel
+from partwire.schema.message import Message, MessageError
+from partwire.schema.part import Part
+from partwire.schema.session import Session, SessionStatus
+
+P = TypeVar("P", bound=WireModel)
+
+
+@dataclass(frozen=True)
+class EventDefinition(Generic[P]):
+    """One event type. ``logged`` events go to the event log and can be replayed."""
+
+    type: str
+    properties: type[P]
+    logged: bool = True
+
+    def __call__(self, properties: P) -> Draft:
+        return Draft(self.type, properties)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """An event that has no id yet: ids are given in publish order by whoever logs it."""
+
+    type: str
+    properties: WireModel
+
+    def with_id(self, event_id: str) -> Event:
+        return Event(event_id, self.type, self.properties)
+
+    @property
+    def session_id(self) -> str | None:
+        value = getattr(self.properties, "session_id", None)
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A published event; ``json`` is serialized once and shared by every transport."""
+
+    id: str
+    type: str
+    properties: WireModel
+    json: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.json:
+            body = self.properties.wire_json()
+            object.__setattr__(
+                self, "json", f'{{"id":"{self.id}","type":"{self.type}","properties":{body}}}'
+            )
+
+    @property
+    def session_id(self) -> str | None:
+        value = getattr(self.properties, "session_id", None)
+        return value if isinstance(value, str) else None
+
+
+REGISTRY: dict[str, EventDefinition[Any]] = {}
+
+
+def define(event_type: str, properties: type[P], *, logged: bool = True) -> EventDefinition[P]:
+    if event_type in REGISTRY:
+        raise ValueError(f"event type {event_type!r} is already defined")
+    definition = EventDefinition(event_type, properties, logged)
+    REGISTRY[event_type] = definition
+    return definition
+
+
+def parse_event(raw: str | bytes | dict[str, Any]) -> Event:
+    """Parse a wire event into an :class:`Event` with typed properties."""
+    data = json.loads(raw) if isinstance(raw, str | bytes) else raw
+    definition = REGISTRY.get(data.get("type", ""))
+    if definition is None:
+        raise ValueError(f"unknown event type {data.get('type')!r}")
+    properties = definition.properties.model_validate(data.get("properties", {}))
+    return Event(str(data["id"]), definition.type, properties)
+
+
+def envelope_models() -> list[type[WireModel]]:
+    """One envelope model per registered event, named like opencode's (EventMessagePartDelta)."""
+    models: list[type[WireModel]] = []
+    for definition in REGISTRY.values():
+        name = "Event" + "".join(word.capitalize() for word in definition.type.split("."))
+        models.append(
+            create_model(
+                name,
+                __base__=WireModel,
+                id=(str, Field(pattern="^evt_")),
+                type=(Literal[definition.type], ...),  # type: ignore[valid-type]
+                properties=(definition.properties, ...),
+            )
+        )
+    return models
+
+
+# ---- the catalog -------------------------------------------------------------------------
+
+
+class Empty(WireModel):
+    pass
+
+
+class SessionInfo(WireModel):
+    session_id: str = Field(alias="sessionID")
+    info: Session
+
+
+class SessionRef(WireModel):
+    session_id: str = Field(alias="sessionID")
+
+
+class SessionStatusProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    status: SessionStatus
+
+
+class SessionErrorProps(WireModel):
+    session_id: str | None = Field(default=None, alias="sessionID")
+    error: MessageError | None = None
+
+
+class MessageInfo(WireModel):
+    session_id: str = Field(alias="sessionID")
+    info: Message
+
+
+class MessageRef(WireModel):
+    session_id: str = Field(alias="sessionID")
+    message_id: str = Field(alias="messageID")
+
+
+class PartUpdatedProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    part: Part
+    time: int
+
+
+class PartDeltaProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    message_id: str = Field(alias="messageID")
+    part_id: str = Field(alias="partID")
+    field: str
+    delta: str
+
+
+class PartRef(WireModel):
+    session_id: str = Field(alias="sessionID")
+    message_id: str = Field(alias="messageID")
+    part_id: str = Field(alias="partID")
+
+
+class InstanceDisposedProps(WireModel):
+    directory: str
+
+
+class ResyncProps(WireModel):
+    """The client asked to resume from an event the log no longer holds."""
+
+    last_event_id: str = Field(alias="lastEventID")
+    oldest_event_id: str | None = Field(default=None, alias="oldestEventID")
+    message: str
+
+
+ServerConnected = define("server.connected", Empty, logged=False)
+ServerHeartbeat = define("server.heartbeat", Empty, logged=False)
+ServerInstanceDisposed = define("server.instance.disposed", InstanceDisposedProps, logged=False)
+ServerResync = define("server.resync", ResyncProps, logged=False)
+SessionCreated = define("session.created", SessionInfo)
+SessionUpdated = define("session.updated", SessionInfo)
+SessionDeleted = define("session.deleted", SessionInfo)
+SessionStatusChanged = define("session.status", SessionStatusProps)
+SessionIdle = define("session.idle", SessionRef)
+SessionError = define("session.error", SessionErrorProps)
+SessionCompacted = define("session.compacted", SessionRef)
+MessageUpdated = define("message.updated", MessageInfo)
+MessageRemoved = define("message.removed", MessageRef)
+MessagePartUpdated = define("message.part.updated", PartUpdatedProps)
+MessagePartDelta = define("message.part.delta", PartDeltaProps)
+MessagePartRemoved = define("message.part.removed", PartRef)

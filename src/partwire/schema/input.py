@@ -1,0 +1,91 @@
+"""Request drafts: what a client sends. No server-owned ids are required here."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+
+from partwire.schema.base import WireModel
+from partwire.schema.part import AgentSource, FileSource, ModelRef
+from partwire.schema.session import PermissionRule
+
+
+class TextPartInput(WireModel):
+    id: str | None = Field(default=None, pattern="^prt")
+    type: Literal["text"] = "text"
+    text: str
+    synthetic: bool | None = None
+    ignored: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class FilePartInput(WireModel):
+    id: str | None = Field(default=None, pattern="^prt")
+    type: Literal["file"] = "file"
+    mime: str
+    filename: str | None = None
+    url: str
+    source: FileSource | None = None
+
+
+class AgentPartInput(WireModel):
+    id: str | None = Field(default=None, pattern="^prt")
+    type: Literal["agent"] = "agent"
+    name: str
+    source: AgentSource | None = None
+
+
+class SubtaskPartInput(WireModel):
+    id: str | None = Field(default=None, pattern="^prt")
+    type: Literal["subtask"] = "subtask"
+    prompt: str
+    description: str
+    agent: str
+    model: ModelRef | None = None
+    command: str | None = None
+
+
+PartInput = Annotated[
+    TextPartInput | FilePartInput | AgentPartInput | SubtaskPartInput,
+    Field(discriminator="type"),
+]
+
+
+class PromptInput(WireModel):
+    """Body of POST /session/{id}/message and /prompt_async."""
+
+    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    model: ModelRef | None = None
+    agent: str | None = None
+    no_reply: bool | None = Field(default=None, alias="noReply")
+    tools: dict[str, bool] | None = None
+    system: str | None = None
+    variant: str | None = None
+    parts: list[PartInput]
+
+    @field_validator("parts")
+    @classmethod
+    def _not_empty(cls, parts: list[PartInput]) -> list[PartInput]:
+        if not parts:
+            raise ValueError("a prompt needs at least one part")
+        if all(isinstance(p, TextPartInput) and not p.text.strip() for p in parts):
+            raise ValueError("the prompt is empty; send at least one non-blank text part")
+        return parts
+
+
+class SessionModelInput(WireModel):
+    id: str
+    provider_id: str = Field(alias="providerID")
+    variant: str | None = None
+
+
+class SessionCreateInput(WireModel):
+    """Body of POST /session."""
+
+    parent_id: str | None = Field(default=None, alias="parentID", pattern="^ses")
+    title: str | None = None
+    agent: str | None = None
+    model: SessionModelInput | None = None
+    metadata: dict[str, Any] | None = None
+    permission: list[PermissionRule] | None = None

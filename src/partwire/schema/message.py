@@ -1,0 +1,128 @@
+"""Messages: a user message or an assistant message (discriminated by ``role``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from partwire.schema.base import Tokens, WireModel
+from partwire.schema.part import APIError, ModelRef, Part
+
+
+class ProviderAuthErrorData(WireModel):
+    provider_id: str = Field(alias="providerID")
+    message: str
+
+
+class ProviderAuthError(WireModel):
+    name: Literal["ProviderAuthError"] = "ProviderAuthError"
+    data: ProviderAuthErrorData
+
+
+class MessageData(WireModel):
+    message: str
+
+
+class UnknownErrorData(WireModel):
+    message: str
+    ref: str | None = None
+
+
+class UnknownError(WireModel):
+    name: Literal["UnknownError"] = "UnknownError"
+    data: UnknownErrorData
+
+
+class OutputLengthData(WireModel):
+    pass
+
+
+class MessageOutputLengthError(WireModel):
+    name: Literal["MessageOutputLengthError"] = "MessageOutputLengthError"
+    data: OutputLengthData = OutputLengthData()
+
+
+class MessageAbortedError(WireModel):
+    name: Literal["MessageAbortedError"] = "MessageAbortedError"
+    data: MessageData
+
+
+MessageError = Annotated[
+    ProviderAuthError | UnknownError | MessageOutputLengthError | MessageAbortedError | APIError,
+    Field(discriminator="name"),
+]
+
+
+def aborted_error(message: str = "The session was aborted.") -> MessageAbortedError:
+    return MessageAbortedError(data=MessageData(message=message))
+
+
+def unknown_error(message: str) -> UnknownError:
+    return UnknownError(data=UnknownErrorData(message=message))
+
+
+class UserTime(WireModel):
+    created: int
+
+
+class UserSummary(WireModel):
+    title: str | None = None
+    body: str | None = None
+    diffs: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class UserMessage(WireModel):
+    id: str
+    session_id: str = Field(alias="sessionID")
+    role: Literal["user"] = "user"
+    time: UserTime
+    summary: UserSummary | None = None
+    agent: str
+    model: ModelRef
+    system: str | None = None
+    tools: dict[str, bool] | None = None
+
+
+class AssistantTime(WireModel):
+    created: int
+    completed: int | None = None
+
+
+class MessagePath(WireModel):
+    cwd: str
+    root: str
+
+
+class AssistantMessage(WireModel):
+    id: str
+    session_id: str = Field(alias="sessionID")
+    role: Literal["assistant"] = "assistant"
+    time: AssistantTime
+    error: MessageError | None = None
+    parent_id: str = Field(alias="parentID")
+    model_id: str = Field(alias="modelID")
+    provider_id: str = Field(alias="providerID")
+    mode: str
+    agent: str
+    path: MessagePath
+    summary: bool | None = None
+    cost: float = 0
+    tokens: Tokens = Tokens()
+    finish: str | None = None
+
+
+Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
+message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+class MessageWithParts(WireModel):
+    """One message and its parts in order: the body of GET /session/{id}/message."""
+
+    info: Message
+    parts: list[Part]
+
+
+class AssistantWithParts(WireModel):
+    info: AssistantMessage
+    parts: list[Part]

@@ -1,0 +1,69 @@
+"""Sessions and their status."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from partwire.schema.base import WireModel
+
+
+class SessionTime(WireModel):
+    created: int
+    updated: int
+    compacting: int | None = None
+    archived: float | None = None
+
+
+class SessionSummary(WireModel):
+    additions: int = 0
+    deletions: int = 0
+    files: int = 0
+
+
+class PermissionRule(WireModel):
+    permission: str
+    pattern: str
+    action: Literal["allow", "deny", "ask"]
+
+
+class SessionRevert(WireModel):
+    message_id: str = Field(alias="messageID")
+    part_id: str | None = Field(default=None, alias="partID")
+    snapshot: str | None = None
+    diff: str | None = None
+
+
+class Session(WireModel):
+    id: str
+    slug: str
+    project_id: str = Field(alias="projectID")
+    directory: str
+    parent_id: str | None = Field(default=None, alias="parentID")
+    title: str
+    version: str
+    time: SessionTime
+    summary: SessionSummary | None = None
+    metadata: dict[str, Any] | None = None
+    permission: list[PermissionRule] | None = None
+    revert: SessionRevert | None = None
+
+
+class StatusIdle(WireModel):
+    type: Literal["idle"] = "idle"
+
+
+class StatusBusy(WireModel):
+    type: Literal["busy"] = "busy"
+
+
+class StatusRetry(WireModel):
+    type: Literal["retry"] = "retry"
+    attempt: int
+    message: str
+    next: int
+
+
+SessionStatus = Annotated[StatusIdle | StatusBusy | StatusRetry, Field(discriminator="type")]
+session_status_adapter: TypeAdapter[SessionStatus] = TypeAdapter(SessionStatus)

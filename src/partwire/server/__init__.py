@@ -1,0 +1,1 @@
+"""The HTTP server: app factory, routes, SSE."""

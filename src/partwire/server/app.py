@@ -1,0 +1,45 @@
+"""The app factory: routes, error handlers, and a lifespan that owns the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from partwire import __version__, ids
+from partwire.config import Settings
+from partwire.runtime import Runtime
+from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
+from partwire.server import errors, sse
+from partwire.server.routes import session
+
+
+def create_app(settings: Settings) -> FastAPI:
+    runtime = Runtime.build(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            disposed = ServerInstanceDisposed(
+                InstanceDisposedProps(directory=str(settings.project_dir))
+            )
+            runtime.bus.publish(disposed.with_id(ids.event_id()))
+            await runtime.stop()
+
+    app = FastAPI(
+        title="partwire",
+        version=__version__,
+        openapi_url="/doc",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    errors.install(app)
+    app.include_router(sse.router)
+    app.include_router(session.router)
+    return app

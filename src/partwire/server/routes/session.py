@@ -1,0 +1,112 @@
+"""Session and message routes, with opencode's paths, bodies and responses."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Request, Response
+
+from partwire.runtime import Runtime
+from partwire.schema.base import WireModel
+from partwire.schema.input import PromptInput, SessionCreateInput
+from partwire.schema.message import AssistantWithParts, MessageWithParts
+from partwire.schema.session import Session, SessionStatus
+
+router = APIRouter(prefix="/session", tags=["session"])
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+def wire(value: WireModel | list[WireModel] | dict[str, WireModel] | bool) -> Response:
+    """Serialize once, with opencode's names and without unset fields."""
+    if isinstance(value, WireModel):
+        body = value.wire_json()
+    elif isinstance(value, list):
+        body = "[" + ",".join(item.wire_json() for item in value) + "]"
+    elif isinstance(value, dict):
+        body = "{" + ",".join(f'"{k}":{v.wire_json()}' for k, v in value.items()) + "}"
+    else:
+        body = "true" if value else "false"
+    return Response(content=body, media_type="application/json")
+
+
+@router.get("", response_model=list[Session], operation_id="session.list")
+async def list_sessions(request: Request) -> Response:
+    return wire(list(await _runtime(request).store.list_sessions()))
+
+
+@router.post("", response_model=Session, operation_id="session.create")
+async def create_session(
+    request: Request, body: Annotated[SessionCreateInput | None, Body()] = None
+) -> Response:
+    return wire(await _runtime(request).sessions.create(body or SessionCreateInput()))
+
+
+@router.get("/status", response_model=dict[str, SessionStatus], operation_id="session.status")
+async def session_status(request: Request) -> Response:
+    return wire(_runtime(request).status.active())  # type: ignore[arg-type]
+
+
+@router.get("/{sessionID}", response_model=Session, operation_id="session.get")
+async def get_session(request: Request, sessionID: str) -> Response:
+    return wire(await _runtime(request).sessions.get(sessionID))
+
+
+@router.delete("/{sessionID}", response_model=bool, operation_id="session.delete")
+async def delete_session(request: Request, sessionID: str) -> Response:
+    return wire(await _runtime(request).sessions.delete(sessionID))
+
+
+@router.post(
+    "/{sessionID}/message", response_model=AssistantWithParts, operation_id="session.prompt"
+)
+async def prompt(request: Request, sessionID: str, body: PromptInput) -> Response:
+    return wire(await _runtime(request).loop.prompt(sessionID, body))
+
+
+def _retrieve(future: asyncio.Future[AssistantWithParts]) -> None:
+    if not future.cancelled():
+        future.exception()  # the run already logged it; nobody else awaits this one
+
+
+@router.post(
+    "/{sessionID}/prompt_async",
+    status_code=204,
+    response_class=Response,
+    operation_id="session.prompt_async",
+)
+async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> Response:
+    future = await _runtime(request).loop.enqueue(sessionID, body)
+    future.add_done_callback(_retrieve)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{sessionID}/message", response_model=list[MessageWithParts], operation_id="session.messages"
+)
+async def list_messages(request: Request, sessionID: str) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    return wire(list(await runtime.store.list_messages(sessionID)))
+
+
+@router.get(
+    "/{sessionID}/message/{messageID}",
+    response_model=MessageWithParts,
+    operation_id="session.message",
+)
+async def get_message(request: Request, sessionID: str, messageID: str) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    return wire(await runtime.store.get_message(sessionID, messageID))
+
+
+@router.post("/{sessionID}/abort", response_model=bool, operation_id="session.abort")
+async def abort(request: Request, sessionID: str) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    return wire(await runtime.loop.abort(sessionID))

@@ -1,0 +1,91 @@
+"""GET /event: every event as Server-Sent Events, resumable with Last-Event-ID.
+
+``server.connected`` comes first; logged events carry an ``id:`` line (their evt_
+id); a heartbeat goes out when nothing else has for ``heartbeat_s``. On resume the
+subscription is opened *before* the log is read, so an event published in between
+is not lost; anything the log already delivered is skipped by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from partwire import ids
+from partwire.bus import Subscription
+from partwire.runtime import Runtime
+from partwire.schema.event import (
+    REGISTRY,
+    Empty,
+    Event,
+    ResyncProps,
+    ServerConnected,
+    ServerHeartbeat,
+    ServerResync,
+)
+from partwire.storage.base import EventLogGap
+
+router = APIRouter()
+
+
+def frame(event: Event) -> str:
+    if REGISTRY[event.type].logged:
+        return f"id: {event.id}\ndata: {event.json}\n\n"
+    return f"data: {event.json}\n\n"
+
+
+async def _replay(runtime: Runtime, last_id: str) -> tuple[list[str], str | None]:
+    try:
+        backlog = await runtime.store.events_after(last_id)
+    except EventLogGap as gap:
+        resync = ServerResync(
+            ResyncProps(
+                lastEventID=last_id,
+                oldestEventID=gap.oldest,
+                message="Events since your last id are no longer kept; reload state over HTTP.",
+            )
+        ).with_id(ids.event_id())
+        return [frame(resync)], None
+    return [frame(e) for e in backlog], backlog[-1].id if backlog else last_id
+
+
+async def stream_events(
+    runtime: Runtime, subscription: Subscription, last_id: str | None
+) -> AsyncIterator[str]:
+    try:
+        yield frame(ServerConnected(Empty()).with_id(ids.event_id()))
+        sent = last_id
+        if last_id:
+            frames, sent = await _replay(runtime, last_id)
+            if frames:
+                yield "".join(frames)
+        heartbeat = runtime.settings.heartbeat_s
+        while True:
+            try:
+                first = await asyncio.wait_for(subscription.get(), timeout=heartbeat)
+            except TimeoutError:
+                yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
+                continue
+            if first is None:
+                return
+            batch = [first, *subscription.drain()]
+            fresh = [e for e in batch if sent is None or not REGISTRY[e.type].logged or e.id > sent]
+            if fresh:
+                yield "".join(frame(e) for e in fresh)
+    finally:
+        subscription.close()
+
+
+@router.get("/event", summary="Subscribe to events (SSE)")
+async def subscribe(request: Request) -> StreamingResponse:
+    runtime: Runtime = request.app.state.runtime
+    subscription = runtime.bus.subscribe_all()
+    last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
+    return StreamingResponse(
+        stream_events(runtime, subscription, last_id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

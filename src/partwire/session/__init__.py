@@ -1,0 +1,1 @@
+"""The session loop: prompts, steps, the stream processor, status."""

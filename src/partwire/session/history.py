@@ -1,0 +1,42 @@
+"""Stored messages → the provider-neutral turns a model request carries."""
+
+from __future__ import annotations
+
+from partwire.providers.stream import AssistantTurn, ToolCallRecord, ToolResultTurn, Turn, UserTurn
+from partwire.schema.message import AssistantMessage, MessageWithParts
+from partwire.schema.part import TextPart, ToolPart
+from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
+
+
+def _user_text(entry: MessageWithParts) -> str:
+    return "\n".join(
+        p.text for p in entry.parts if isinstance(p, TextPart) and not p.ignored and p.text
+    )
+
+
+def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
+    text = "".join(p.text for p in entry.parts if isinstance(p, TextPart))
+    calls: list[ToolCallRecord] = []
+    results: list[Turn] = []
+    for part in entry.parts:
+        if not isinstance(part, ToolPart):
+            continue
+        state = part.state
+        if isinstance(state, ToolStateCompleted):
+            results.append(ToolResultTurn(part.call_id, part.tool, state.output))
+        elif isinstance(state, ToolStateError):
+            results.append(ToolResultTurn(part.call_id, part.tool, state.error, is_error=True))
+        else:
+            continue
+        calls.append(ToolCallRecord(part.call_id, part.tool, state.input))
+    return [AssistantTurn(text, tuple(calls)), *results]
+
+
+def to_turns(history: list[MessageWithParts]) -> tuple[Turn, ...]:
+    turns: list[Turn] = []
+    for entry in history:
+        if isinstance(entry.info, AssistantMessage):
+            turns.extend(_assistant_turns(entry))
+        else:
+            turns.append(UserTurn(_user_text(entry)))
+    return tuple(turns)

@@ -1,0 +1,199 @@
+"""The session loop: store the prompt, run steps until the model is done, queue the rest.
+
+``prompt()`` stores the user message. If the session is idle it starts a run;
+if a run is going, the new message is picked up by that run's next decision and
+the caller waits with the others. Every caller resolves with the run's final
+assistant message. Abort cancels the current step; the processor closes its
+parts and the run ends, releasing every waiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from partwire import ids
+from partwire.config import Settings
+from partwire.errors import NotFoundError, SessionBusyError
+from partwire.providers.base import LanguageModel
+from partwire.providers.registry import parse_model_ref, resolve_model
+from partwire.providers.stream import ModelRequest
+from partwire.schema.event import SessionError, SessionErrorProps
+from partwire.schema.input import PromptInput
+from partwire.schema.message import (
+    AssistantMessage,
+    AssistantTime,
+    AssistantWithParts,
+    MessagePath,
+    MessageWithParts,
+    UserMessage,
+)
+from partwire.schema.part import ModelRef
+from partwire.session.history import to_turns
+from partwire.session.processor import Processor, message_event, now_ms
+from partwire.session.prompt import store_user_message
+from partwire.session.status import StatusTracker
+from partwire.storage.base import Store
+from partwire.tools.registry import get_tool, tool_specs
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS = 50
+SYSTEM_PROMPT = "You are a coding agent working in the user's project through tools."
+
+
+@dataclass
+class _Run:
+    task: asyncio.Task[None] | None = None
+    step: asyncio.Task[AssistantMessage] | None = None
+    waiters: list[asyncio.Future[AssistantWithParts]] = field(default_factory=list)
+    aborted: bool = False
+
+
+class SessionLoop:
+    def __init__(self, store: Store, status: StatusTracker, settings: Settings) -> None:
+        self.store = store
+        self.status = status
+        self.settings = settings
+        self._runs: dict[str, _Run] = {}
+
+    def is_busy(self, session_id: str) -> bool:
+        return session_id in self._runs
+
+    async def prompt(self, session_id: str, body: PromptInput) -> AssistantWithParts:
+        """Store the prompt and wait for the run that answers it."""
+        future = await self.enqueue(session_id, body)
+        return await future
+
+    async def enqueue(
+        self, session_id: str, body: PromptInput
+    ) -> asyncio.Future[AssistantWithParts]:
+        session = await self.store.get_session(session_id)
+        model = self._model_ref(body)
+        resolve_model(model.provider_id, model.model_id, self.settings)  # fail before storing
+        await store_user_message(self.store, session, body, model)
+        future: asyncio.Future[AssistantWithParts] = asyncio.get_running_loop().create_future()
+        run = self._runs.get(session_id)
+        if run is None:
+            run = _Run()
+            self._runs[session_id] = run
+            run.task = asyncio.create_task(self._run(session_id, run), name=f"run {session_id}")
+        run.waiters.append(future)
+        return future
+
+    def _model_ref(self, body: PromptInput) -> ModelRef:
+        if body.model is not None:
+            return body.model
+        provider_id, model_id = parse_model_ref(self.settings.default_model)
+        return ModelRef(providerID=provider_id, modelID=model_id)
+
+    async def abort(self, session_id: str) -> bool:
+        run = self._runs.get(session_id)
+        if run is None:
+            return False
+        run.aborted = True
+        if run.step is not None:
+            run.step.cancel()
+        if run.task is not None:
+            await asyncio.shield(run.task)
+        return True
+
+    async def ensure_idle(self, session_id: str) -> None:
+        if self.is_busy(session_id):
+            raise SessionBusyError(session_id)
+
+    async def shutdown(self) -> None:
+        for session_id in list(self._runs):
+            await self.abort(session_id)
+
+    # ---- the run -------------------------------------------------------------------------
+
+    async def _run(self, session_id: str, run: _Run) -> None:
+        final: AssistantWithParts | None = None
+        failure: BaseException | None = None
+        try:
+            await self.status.busy(session_id)
+            final = await self._steps(session_id, run)
+        except Exception as exc:
+            log.exception("session %s run failed", session_id)
+            failure = exc
+        finally:
+            del self._runs[session_id]
+            await self.status.idle(session_id)
+            for waiter in run.waiters:
+                if waiter.done():
+                    continue
+                if final is not None:
+                    waiter.set_result(final)
+                else:
+                    waiter.set_exception(failure or NotFoundError("Session", session_id))
+
+    async def _steps(self, session_id: str, run: _Run) -> AssistantWithParts | None:
+        last: AssistantMessage | None = None
+        for _ in range(MAX_STEPS):
+            history = await self.store.list_messages(session_id)
+            user = _last_user(history)
+            if user is None or run.aborted or _answered(history, user):
+                break
+            last = await self._step(session_id, run, user, history)
+            if last.error is not None:
+                await self.store.publish(
+                    [SessionError(SessionErrorProps(session_id=session_id, error=last.error))]
+                )
+        if last is None:
+            last = _last_assistant(await self.store.list_messages(session_id))
+        if last is None:
+            return None
+        return AssistantWithParts.model_validate(
+            (await self.store.get_message(session_id, last.id)).model_dump()
+        )
+
+    async def _step(
+        self, session_id: str, run: _Run, user: UserMessage, history: list[MessageWithParts]
+    ) -> AssistantMessage:
+        model: LanguageModel = resolve_model(
+            user.model.provider_id, user.model.model_id, self.settings
+        )
+        root = str(self.settings.project_dir)
+        message = AssistantMessage(
+            id=ids.message_id(),
+            sessionID=session_id,
+            time=AssistantTime(created=now_ms()),
+            parentID=user.id,
+            modelID=model.model_id,
+            providerID=model.provider_id,
+            mode=user.agent,
+            agent=user.agent,
+            path=MessagePath(cwd=root, root=root),
+        )
+        processor = Processor(self.store, message, model, get_tool, self.settings.project_dir)
+        await self.store.put_message(message, [message_event(message)])
+        request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
+        run.step = asyncio.create_task(processor.run(request))
+        try:
+            return await run.step
+        finally:
+            run.step = None
+
+
+def _last_user(history: list[MessageWithParts]) -> UserMessage | None:
+    for entry in reversed(history):
+        if isinstance(entry.info, UserMessage):
+            return entry.info
+    return None
+
+
+def _last_assistant(history: list[MessageWithParts]) -> AssistantMessage | None:
+    for entry in reversed(history):
+        if isinstance(entry.info, AssistantMessage):
+            return entry.info
+    return None
+
+
+def _answered(history: list[MessageWithParts], user: UserMessage) -> bool:
+    """True when the newest assistant message answers ``user`` and is done."""
+    assistant = _last_assistant(history)
+    if assistant is None or assistant.id < user.id:
+        return False
+    return assistant.error is not None or assistant.finish not in (None, "tool-calls")

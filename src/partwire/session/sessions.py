@@ -1,0 +1,72 @@
+"""Creating, listing and deleting sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from datetime import UTC, datetime
+
+from partwire import __version__, ids
+from partwire.config import Settings
+from partwire.schema.event import SessionCreated, SessionDeleted, SessionInfo
+from partwire.schema.input import SessionCreateInput
+from partwire.schema.session import Session, SessionTime
+from partwire.session.loop import SessionLoop
+from partwire.session.prompt import UNTITLED_PREFIX
+from partwire.storage.base import Store
+
+_ADJECTIVES = ("brave", "calm", "eager", "gentle", "lucky", "neon", "quiet", "swift", "wild")
+_NOUNS = ("comet", "falcon", "harbor", "lantern", "meadow", "otter", "sailor", "willow")
+
+
+def project_id(directory: str) -> str:
+    return hashlib.sha1(directory.encode()).hexdigest()
+
+
+def _slug() -> str:
+    return f"{secrets.choice(_ADJECTIVES)}-{secrets.choice(_NOUNS)}"
+
+
+class Sessions:
+    def __init__(self, store: Store, loop: SessionLoop, settings: Settings) -> None:
+        self.store = store
+        self.loop = loop
+        self.settings = settings
+
+    async def create(self, body: SessionCreateInput) -> Session:
+        if body.parent_id is not None:
+            await self.store.get_session(body.parent_id)
+        now = int(time.time() * 1000)
+        directory = str(self.settings.project_dir)
+        stamp = datetime.fromtimestamp(now / 1000, UTC).isoformat(timespec="seconds")
+        session = Session(
+            id=ids.session_id(),
+            slug=_slug(),
+            projectID=project_id(directory),
+            directory=directory,
+            parentID=body.parent_id,
+            title=body.title or f"{UNTITLED_PREFIX}{stamp}",
+            version=__version__,
+            time=SessionTime(created=now, updated=now),
+            metadata=body.metadata,
+            permission=body.permission,
+        )
+        await self.store.put_session(
+            session, [SessionCreated(SessionInfo(session_id=session.id, info=session))]
+        )
+        return session
+
+    async def delete(self, session_id: str) -> bool:
+        session = await self.store.get_session(session_id)
+        await self.loop.abort(session_id)
+        for child in await self.store.list_sessions():
+            if child.parent_id == session_id:
+                await self.delete(child.id)
+        await self.store.delete_session(
+            session_id, [SessionDeleted(SessionInfo(session_id=session_id, info=session))]
+        )
+        return True
+
+    async def get(self, session_id: str) -> Session:
+        return await self.store.get_session(session_id)

@@ -1,0 +1,35 @@
+"""Per-session status (idle | busy | retry), kept in memory and published as events."""
+
+from __future__ import annotations
+
+from partwire.schema.event import SessionIdle, SessionRef, SessionStatusChanged, SessionStatusProps
+from partwire.schema.session import SessionStatus, StatusBusy, StatusIdle
+from partwire.storage.base import Store
+
+
+class StatusTracker:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._statuses: dict[str, SessionStatus] = {}
+
+    def get(self, session_id: str) -> SessionStatus:
+        return self._statuses.get(session_id, StatusIdle())
+
+    def active(self) -> dict[str, SessionStatus]:
+        """Every session that is not idle (idle ones are left out, as opencode does)."""
+        return dict(self._statuses)
+
+    async def set(self, session_id: str, status: SessionStatus) -> None:
+        events = [SessionStatusChanged(SessionStatusProps(session_id=session_id, status=status))]
+        if isinstance(status, StatusIdle):
+            self._statuses.pop(session_id, None)
+            events.append(SessionIdle(SessionRef(session_id=session_id)))
+        else:
+            self._statuses[session_id] = status
+        await self._store.publish(events)
+
+    async def busy(self, session_id: str) -> None:
+        await self.set(session_id, StatusBusy())
+
+    async def idle(self, session_id: str) -> None:
+        await self.set(session_id, StatusIdle())

@@ -1,0 +1,51 @@
+"""The Store protocol: what the session layer and the server need from persistence.
+
+Every write takes the events that describe it; the store commits the change and
+*then* publishes those events on the bus, giving each a strictly increasing id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from partwire.schema.event import Draft, Event, PartDeltaProps
+from partwire.schema.message import Message, MessageWithParts
+from partwire.schema.part import Part
+from partwire.schema.session import Session
+
+
+class EventLogGap(Exception):
+    """The requested event is older than the log retains."""
+
+    def __init__(self, oldest: str | None) -> None:
+        super().__init__(f"event log starts at {oldest}")
+        self.oldest = oldest
+
+
+class Store(Protocol):
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+
+    async def put_session(self, session: Session, events: list[Draft]) -> None: ...
+    async def delete_session(self, session_id: str, events: list[Draft]) -> None: ...
+    async def put_message(self, message: Message, events: list[Draft]) -> None: ...
+    async def put_part(self, part: Part, events: list[Draft], *, streaming: bool = False) -> None:
+        """Write the part row. ``streaming`` means deltas may follow it in the event log."""
+        ...
+
+    def append_delta(self, delta: PartDeltaProps) -> asyncio.Future[None]:
+        """Queue a streaming delta; await the future only to wait for its commit."""
+        ...
+
+    async def publish(self, events: list[Draft]) -> None:
+        """Log and publish events that change no row (status, idle)."""
+        ...
+
+    async def get_session(self, session_id: str) -> Session: ...
+    async def list_sessions(self) -> list[Session]: ...
+    async def get_message(self, session_id: str, message_id: str) -> MessageWithParts: ...
+    async def list_messages(self, session_id: str) -> list[MessageWithParts]: ...
+    async def events_after(self, event_id: str) -> list[Event]:
+        """Logged events after ``event_id`` in order; EventLogGap if it is too old."""
+        ...

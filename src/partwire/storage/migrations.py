@@ -1,0 +1,70 @@
+"""Numbered schema migrations, applied in order at open. Never edit a released one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _001_initial(conn: sqlite3.Connection) -> None:
+    conn.executescript(
+        """
+        CREATE TABLE session (
+            id TEXT PRIMARY KEY,
+            parent_id TEXT,
+            data TEXT NOT NULL
+        );
+        CREATE TABLE message (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            data TEXT NOT NULL
+        );
+        CREATE INDEX message_session ON message (session_id, id);
+        CREATE TABLE part (
+            id TEXT PRIMARY KEY,
+            message_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            data TEXT NOT NULL,
+            -- while a part streams: the row holds every delta up to this event id;
+            -- later deltas are read from event_log. NULL once the row is complete.
+            delta_from TEXT
+        );
+        CREATE INDEX part_session ON part (session_id, message_id, id);
+        CREATE TABLE event_log (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            session_id TEXT,
+            part_id TEXT,
+            type TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX event_log_part ON event_log (part_id, id) WHERE part_id IS NOT NULL;
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """
+    )
+
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial", _001_initial),
+]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to the newest version; returns the version reached."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+    for version, name, apply in MIGRATIONS:
+        if version <= current:
+            continue
+        with conn:
+            apply(conn)
+            conn.execute(
+                "INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (version, name)
+            )
+        current = version
+    return int(current)

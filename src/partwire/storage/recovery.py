@@ -1,0 +1,81 @@
+"""Crash recovery, run at open before the writer starts.
+
+Anything a crash left unfinished is brought to a terminal state: streaming parts
+get their logged deltas folded in and an end time, open tool parts become
+``error``, and unfinished assistant messages end with MessageAbortedError. Each
+change is logged as the event a live client would have seen.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from partwire.schema.event import MessageInfo as MessageInfoProps
+from partwire.schema.event import MessagePartUpdated, MessageUpdated, PartUpdatedProps
+from partwire.schema.message import AssistantMessage, aborted_error, message_adapter
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.tool_state import FinishedTime, ToolStateError
+from partwire.storage.reading import materialize
+from partwire.storage.writer import WriteContext
+
+INTERRUPTED = "Interrupted: the server stopped before this finished."
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _close_part(part: Part, now: int) -> Part | None:
+    """The terminal form of an open part, or None when it is already terminal."""
+    if isinstance(part, TextPart | ReasoningPart) and part.time and part.time.end is None:
+        return part.model_copy(update={"time": part.time.model_copy(update={"end": now})})
+    if isinstance(part, ToolPart) and part.state.status in ("pending", "running"):
+        start = getattr(getattr(part.state, "time", None), "start", now)
+        state = ToolStateError(
+            input=part.state.input, error=INTERRUPTED, time=FinishedTime(start=start, end=now)
+        )
+        return part.model_copy(update={"state": state})
+    return None
+
+
+def recover(conn: sqlite3.Connection, last_event_id: str | None) -> str | None:
+    """Finish what a crash interrupted; returns the newest event id afterwards."""
+    ctx = WriteContext(conn, last_event_id)
+    now = _now()
+    with conn:
+        rows = conn.execute(
+            "SELECT id, data, delta_from FROM part WHERE delta_from IS NOT NULL "
+            'OR data LIKE \'%"status":"pending"%\' OR data LIKE \'%"status":"running"%\''
+        ).fetchall()
+        for part_id, data, delta_from in rows:
+            part = materialize(conn, part_id, data, delta_from)
+            closed = _close_part(part, now) or part
+            conn.execute(
+                "UPDATE part SET data = ?, delta_from = NULL WHERE id = ?",
+                (closed.wire_json(), part_id),
+            )
+            if closed is not part:
+                ctx.log(
+                    MessagePartUpdated(
+                        PartUpdatedProps(session_id=closed.session_id, part=closed, time=now)
+                    )
+                )
+        for message_id, data in conn.execute(
+            'SELECT id, data FROM message WHERE data LIKE \'%"role":"assistant"%\' '
+            "AND data NOT LIKE '%\"completed\":%'"
+        ).fetchall():
+            message = message_adapter.validate_json(data)
+            if not isinstance(message, AssistantMessage) or message.time.completed is not None:
+                continue
+            finished = message.model_copy(
+                update={
+                    "error": aborted_error(INTERRUPTED),
+                    "time": message.time.model_copy(update={"completed": now}),
+                }
+            )
+            conn.execute(
+                "UPDATE message SET data = ? WHERE id = ?", (finished.wire_json(), message_id)
+            )
+            ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
+    return ctx.last_event_id

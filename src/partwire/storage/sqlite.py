@@ -1,0 +1,212 @@
+"""The embedded SQLite store (default): WAL, one group-committing writer, pooled readers."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from partwire import ids
+from partwire.bus import Bus
+from partwire.errors import NotFoundError
+from partwire.schema.event import Draft, Event, PartDeltaProps, parse_event
+from partwire.schema.message import Message, MessageWithParts
+from partwire.schema.part import Part
+from partwire.schema.session import Session
+from partwire.storage.base import EventLogGap
+from partwire.storage.migrations import migrate
+from partwire.storage.reading import load_messages
+from partwire.storage.recovery import recover
+from partwire.storage.writer import (
+    DeltaAppend,
+    MessagePut,
+    PartPut,
+    SessionDelete,
+    SessionPut,
+    Write,
+    Writer,
+)
+
+T = TypeVar("T")
+
+# Above this many queued writes, append_delta waits for its own commit (backpressure).
+BACKLOG_HIGH_WATER = 2_000
+PRUNE_EVERY_BATCHES = 500
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA foreign_keys=ON")
+    # Python's sqlite3 in autocommit mode; `with conn` needs a manual BEGIN.
+    conn.isolation_level = "DEFERRED"
+    return conn
+
+
+class SqliteStore:
+    def __init__(self, path: Path, bus: Bus, *, retain_events: int = 200_000) -> None:
+        self.path = path
+        self.bus = bus
+        self.retain_events = retain_events
+        self._writer = Writer(lambda: _connect(self.path))
+        self._readers = threading.local()
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._backlog = 0
+        self._delivered = 0
+        self._open = False
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        last_id = await asyncio.to_thread(self._prepare)
+        self._writer.start(asyncio.get_running_loop(), self._deliver, last_id)
+        self._open = True
+
+    def _prepare(self) -> str | None:
+        conn = _connect(self.path)
+        try:
+            migrate(conn)
+            last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
+            if last is not None:
+                ids.observe(last[0])
+            return recover(conn, last[0] if last else None)
+        finally:
+            conn.close()
+
+    async def close(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        await asyncio.to_thread(self._writer.stop)
+        for conn in self._reader_conns:
+            conn.close()
+        self._reader_conns.clear()
+
+    @property
+    def backlog(self) -> int:
+        return self._backlog
+
+    # ---- writes --------------------------------------------------------------------------
+
+    def _submit(self, write: Write) -> asyncio.Future[None]:
+        write.future = asyncio.get_running_loop().create_future()
+        self._backlog += 1
+        self._writer.submit(write)
+        return write.future
+
+    def _deliver(self, batch: list[Write], events: list[Event]) -> None:
+        self._backlog -= len(batch)
+        self.bus.publish_many(events)
+        for write in batch:
+            if write.future is not None and not write.future.done():
+                write.future.set_result(None)
+        self._delivered += 1
+        if self._delivered % PRUNE_EVERY_BATCHES == 0:
+            self._submit(_Prune(retain=self.retain_events))
+
+    async def put_session(self, session: Session, events: list[Draft]) -> None:
+        await self._submit(SessionPut(events=events, session=session))
+
+    async def delete_session(self, session_id: str, events: list[Draft]) -> None:
+        await self._submit(SessionDelete(events=events, session_id=session_id))
+
+    async def put_message(self, message: Message, events: list[Draft]) -> None:
+        await self._submit(MessagePut(events=events, message=message))
+
+    async def put_part(self, part: Part, events: list[Draft], *, streaming: bool = False) -> None:
+        await self._submit(PartPut(events=events, part=part, streaming=streaming))
+
+    async def append_delta(self, delta: PartDeltaProps) -> None:
+        future = self._submit(DeltaAppend(delta=delta))
+        if self._backlog > BACKLOG_HIGH_WATER:
+            await future
+
+    async def publish(self, events: list[Draft]) -> None:
+        await self._submit(Write(events=events))
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            self._readers.conn = conn
+            self._reader_conns.append(conn)
+        return conn
+
+    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            conn = self._reader()
+            conn.execute("BEGIN")
+            try:
+                return query(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return await asyncio.to_thread(run)
+
+    async def get_session(self, session_id: str) -> Session:
+        row = await self._read(
+            lambda c: c.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
+        )
+        if row is None:
+            raise NotFoundError("Session", session_id)
+        return Session.model_validate_json(row[0])
+
+    async def list_sessions(self) -> list[Session]:
+        rows = await self._read(
+            lambda c: c.execute("SELECT data FROM session ORDER BY id").fetchall()
+        )
+        return [Session.model_validate_json(row[0]) for row in rows]
+
+    async def get_message(self, session_id: str, message_id: str) -> MessageWithParts:
+        found = await self._read(lambda c: load_messages(c, session_id, message_id))
+        if not found:
+            raise NotFoundError("Message", message_id)
+        return found[0]
+
+    async def list_messages(self, session_id: str) -> list[MessageWithParts]:
+        return await self._read(lambda c: load_messages(c, session_id, None))
+
+    async def events_after(self, event_id: str) -> list[Event]:
+        def query(conn: sqlite3.Connection) -> list[Event]:
+            oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
+            pruned = conn.execute("SELECT value FROM meta WHERE key='pruned'").fetchone()
+            if pruned is not None and oldest is not None and event_id < oldest[0]:
+                raise EventLogGap(oldest[0])
+            rows = conn.execute(
+                "SELECT payload FROM event_log WHERE id > ? ORDER BY seq", (event_id,)
+            ).fetchall()
+            return [parse_event(row[0]) for row in rows]
+
+        return await self._read(query)
+
+
+class _Prune(Write):
+    """Drop the oldest events beyond the retention count, never a streaming part's deltas."""
+
+    def __init__(self, retain: int) -> None:
+        super().__init__()
+        self.retain = retain
+
+    def apply(self, ctx: Any) -> None:
+        conn: sqlite3.Connection = ctx.conn
+        newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
+        if newest is None or newest <= self.retain:
+            return
+        cutoff = newest - self.retain
+        floor = conn.execute(
+            "SELECT MIN(e.seq) FROM part p JOIN event_log e ON e.id > p.delta_from "
+            "AND e.part_id = p.id WHERE p.delta_from IS NOT NULL"
+        ).fetchone()[0]
+        if floor is not None:
+            cutoff = min(cutoff, floor)
+        deleted = conn.execute("DELETE FROM event_log WHERE seq < ?", (cutoff,)).rowcount
+        if deleted:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pruned', '1')")

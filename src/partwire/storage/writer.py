@@ -1,0 +1,224 @@
+"""The single SQLite writer: a thread that group-commits queued writes.
+
+Callers on the event loop enqueue :class:`Write` objects. The thread takes the
+first one, then everything else already queued, applies the batch in one
+transaction, commits, and only then hands the batch's events back to the loop to
+be published. Event ids are given inside the thread, in commit order, so they are
+strictly increasing in publish order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from partwire import ids
+from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
+from partwire.schema.message import Message
+from partwire.schema.part import Part
+from partwire.schema.session import Session
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 5_000
+
+
+class WriteContext:
+    """What a write sees inside the writer's transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, last_event_id: str | None) -> None:
+        self.conn = conn
+        self.last_event_id = last_event_id
+        self.events: list[Event] = []
+
+    def log(self, draft: Draft, part_id: str | None = None) -> None:
+        event = draft.with_id(ids.event_id())
+        self.conn.execute(
+            "INSERT INTO event_log (id, session_id, part_id, type, payload) VALUES (?,?,?,?,?)",
+            (event.id, event.session_id, part_id, event.type, event.json),
+        )
+        self.last_event_id = event.id
+        self.events.append(event)
+
+
+@dataclass
+class Write:
+    """One queued write; subclasses say which rows it touches."""
+
+    events: list[Draft] = field(default_factory=list)
+    future: asyncio.Future[None] | None = None
+
+    def apply(self, ctx: WriteContext) -> None:
+        self.apply_rows(ctx)
+        for draft in self.events:
+            ctx.log(draft)
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        return None
+
+
+@dataclass
+class SessionPut(Write):
+    session: Session | None = None
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.session is not None
+        ctx.conn.execute(
+            "INSERT OR REPLACE INTO session (id, parent_id, data) VALUES (?,?,?)",
+            (self.session.id, self.session.parent_id, self.session.wire_json()),
+        )
+
+
+@dataclass
+class SessionDelete(Write):
+    session_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        for table in ("part", "message"):
+            ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
+        ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))
+
+
+@dataclass
+class MessagePut(Write):
+    message: Message | None = None
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.message is not None
+        ctx.conn.execute(
+            "INSERT OR REPLACE INTO message (id, session_id, data) VALUES (?,?,?)",
+            (self.message.id, self.message.session_id, self.message.wire_json()),
+        )
+
+
+@dataclass
+class PartPut(Write):
+    part: Part | None = None
+    streaming: bool = False
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.part is not None
+        delta_from = (ctx.last_event_id or "") if self.streaming else None
+        ctx.conn.execute(
+            "INSERT OR REPLACE INTO part (id, message_id, session_id, data, delta_from) "
+            "VALUES (?,?,?,?,?)",
+            (
+                self.part.id,
+                self.part.message_id,
+                self.part.session_id,
+                self.part.wire_json(),
+                delta_from,
+            ),
+        )
+
+
+@dataclass
+class DeltaAppend(Write):
+    delta: PartDeltaProps | None = None
+
+    def apply(self, ctx: WriteContext) -> None:
+        assert self.delta is not None
+        ctx.log(MessagePartDelta(self.delta), part_id=self.delta.part_id)
+
+
+Deliver = Callable[[list[Write], list[Event]], None]
+_STOP = object()
+
+
+class Writer:
+    """Owns the write connection and the thread that group-commits."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._deliver: Deliver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.last_event_id: str | None = None
+        self.batches = 0
+
+    def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, last_id: str | None) -> None:
+        self._loop, self._deliver, self.last_event_id = loop, deliver, last_id
+        self._thread = threading.Thread(target=self._run, name="partwire-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, write: Write) -> None:
+        self._queue.put(write)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        conn = self._connect()
+        try:
+            stopping = False
+            while not stopping:
+                batch, stopping = self._next_batch()
+                if batch:
+                    self._commit(conn, batch)
+        finally:
+            conn.close()
+
+    def _next_batch(self) -> tuple[list[Write], bool]:
+        first = self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch = [first]
+        while len(batch) < MAX_BATCH:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                return batch, True  # type: ignore[return-value]
+            batch.append(item)
+        return batch, False  # type: ignore[return-value]
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
+        ctx = WriteContext(conn, self.last_event_id)
+        try:
+            with conn:
+                for write in batch:
+                    write.apply(ctx)
+        except Exception:
+            log.exception("batch of %d writes failed; retrying one by one", len(batch))
+            self._commit_one_by_one(conn, batch)
+            return
+        self._finish(ctx, batch, [])
+
+    def _commit_one_by_one(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
+        ctx = WriteContext(conn, self.last_event_id)
+        failed: list[tuple[Write, BaseException]] = []
+        for write in batch:
+            before = len(ctx.events)
+            try:
+                with conn:
+                    write.apply(ctx)
+            except Exception as exc:
+                del ctx.events[before:]
+                failed.append((write, exc))
+        self._finish(ctx, batch, failed)
+
+    def _finish(
+        self, ctx: WriteContext, batch: list[Write], failed: list[tuple[Write, BaseException]]
+    ) -> None:
+        self.last_event_id = ctx.last_event_id
+        self.batches += 1
+        assert self._loop is not None and self._deliver is not None
+        for write, exc in failed:
+            if write.future is not None:
+                self._loop.call_soon_threadsafe(_fail, write.future, exc)
+        self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
+
+
+def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)

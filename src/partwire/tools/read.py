@@ -1,0 +1,72 @@
+"""read: a text file with line numbers, a window of it with offset/limit."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from partwire.errors import ToolError
+from partwire.tools.base import Tool, ToolContext, ToolResult
+from partwire.tools.paths import relative, resolve_in_project
+
+DEFAULT_LIMIT = 2000
+MAX_LINE = 2000
+
+
+class ReadParams(BaseModel):
+    filePath: str = Field(description="The path of the file to read (relative to the project)")
+    offset: int | None = Field(default=None, ge=0, description="Line number to start at (0-based)")
+    limit: int | None = Field(default=None, ge=1, description="Number of lines to read")
+
+
+def _missing(path: Path, given: str) -> ToolError:
+    siblings = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
+    close = difflib.get_close_matches(path.name, siblings, n=3)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    return ToolError(f"File not found: {given}.{hint}")
+
+
+def _read(path: Path, given: str, offset: int, limit: int) -> tuple[str, int]:
+    if not path.exists():
+        raise _missing(path, given)
+    if path.is_dir():
+        raise ToolError(f"{given} is a directory; use the list tool to see what it holds.")
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise ToolError(f"{given} is a binary file; it cannot be read as text.")
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    window = lines[offset : offset + limit]
+    numbered = [
+        f"{offset + i + 1:05d}| {line[:MAX_LINE]}{'…' if len(line) > MAX_LINE else ''}"
+        for i, line in enumerate(window)
+    ]
+    tail = ""
+    if offset + limit < len(lines):
+        nxt = offset + limit
+        tail = f"\n\n(File has more lines. Use offset={nxt} to read beyond line {nxt}.)"
+    return "<file>\n" + "\n".join(numbered) + tail + "\n</file>", len(lines)
+
+
+async def execute(args: ReadParams, ctx: ToolContext) -> ToolResult:
+    path = resolve_in_project(ctx.project_dir, args.filePath)
+    offset, limit = args.offset or 0, args.limit or DEFAULT_LIMIT
+    output, total = await asyncio.to_thread(_read, path, args.filePath, offset, limit)
+    return ToolResult(
+        title=relative(ctx.project_dir, path),
+        output=output,
+        metadata={"lines": total, "preview": output[:400]},
+    )
+
+
+TOOL = Tool(
+    id="read",
+    description=(
+        "Read a text file from the project. Lines come numbered; use offset and limit "
+        "to read a window of a long file."
+    ),
+    parameters=ReadParams,
+    execute=execute,
+)

@@ -1,0 +1,33 @@
+"""The tool registry: built-ins register through the same call a plugin would use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partwire.providers.stream import ToolSpec
+from partwire.tools.base import Tool
+
+_TOOLS: dict[str, Tool[Any]] = {}
+
+
+def register_tool(tool: Tool[Any]) -> None:
+    _TOOLS[tool.id] = tool
+
+
+def get_tool(tool_id: str) -> Tool[Any] | None:
+    return _TOOLS.get(tool_id)
+
+
+def all_tools() -> list[Tool[Any]]:
+    return list(_TOOLS.values())
+
+
+def tool_specs() -> tuple[ToolSpec, ...]:
+    return tuple(tool.spec() for tool in _TOOLS.values())
+
+
+def load_builtin_tools() -> None:
+    from partwire.tools import glob, list, read
+
+    for module in (read, list, glob):
+        register_tool(module.TOOL)

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from partwire.client.http import PartwireClient
+from partwire.config import Settings, load_settings
+from partwire.runtime import Runtime
+from partwire.server.runner import serve_in_background
+from tests import scripted
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# Sample\n\nA sample project.\n")
+    (root / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 51)))
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "secret.txt").write_text("outside the project\n")
+    return root
+
+
+@pytest.fixture
+def settings(tmp_path: Path, project: Path) -> Settings:
+    env = {"PARTWIRE_DEMO_DELAY_MS": "0", "PARTWIRE_HEARTBEAT_S": "30"}
+    return load_settings(project_dir=project, data_dir=tmp_path / "data", env=env)
+
+
+@pytest.fixture
+def model() -> scripted.ScriptedModel:
+    return scripted.install()
+
+
+@pytest.fixture
+async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    rt = Runtime.build(settings)
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+
+
+@pytest.fixture
+async def server(settings: Settings) -> AsyncIterator[str]:
+    async with serve_in_background(settings) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(server: str) -> AsyncIterator[PartwireClient]:
+    async with PartwireClient(server) as c:
+        yield c

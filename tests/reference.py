@@ -1,0 +1,46 @@
+"""Validation against opencode's OpenAPI document in ../shared/reference."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "opencode"
+
+
+@cache
+def document() -> dict[str, Any]:
+    path = REFERENCE / "openapi.json"
+    if not path.exists():
+        pytest.fail(f"reference document missing: {path} (shared/ must sit beside the repo)")
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def has_schema(name: str) -> bool:
+    return name in document()["components"]["schemas"]
+
+
+def validate(name: str, instance: Any) -> None:
+    """Raise jsonschema.ValidationError unless instance satisfies components.schemas[name]."""
+    validate_schema({"$ref": f"#/components/schemas/{name}"}, instance)
+
+
+def validate_schema(schema: dict[str, Any], instance: Any) -> None:
+    root = {**schema, "components": document()["components"]}
+    Draft202012Validator(root).validate(instance)
+
+
+def event_schema_name(event_type: str) -> str:
+    return "Event" + "".join(word[:1].upper() + word[1:] for word in event_type.split("."))
+
+
+def response_schema(path: str, method: str, status: str = "200") -> dict[str, Any]:
+    operation = document()["paths"][path][method]
+    schema: dict[str, Any] = operation["responses"][status]["content"]["application/json"]["schema"]
+    return schema

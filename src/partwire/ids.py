@@ -1,7 +1,8 @@
 """Identifiers: a prefix, then a time-ordered body, so sorting ids sorts by creation.
 
-The body is 12 hex digits of ``time_ms * 4096 + counter`` followed by 14 random
-base62 characters. The counter keeps ids strictly monotonic inside a process even
+The body is 14 hex digits of ``time_ms * 4096 + counter`` (56 bits: no wrap-around
+for centuries, unlike a 48-bit field, which wraps every ~795 days) followed by 12
+random base62 characters. The counter keeps ids strictly monotonic inside a process even
 when many are made in the same millisecond (or the clock steps back). Session ids
 are descending (bitwise complement of the time part), so the newest sorts first.
 """
@@ -16,8 +17,9 @@ from typing import Literal
 Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "call"]
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_RANDOM_LENGTH = 14
-_TIME_MASK = (1 << 48) - 1
+_RANDOM_LENGTH = 12
+_TIME_DIGITS = 14
+_TIME_MASK = (1 << (4 * 14)) - 1
 
 _lock = threading.Lock()
 _last_value = 0
@@ -37,12 +39,12 @@ def _random_suffix() -> str:
 
 def ascending(prefix: Prefix) -> str:
     """A new id that sorts after every id this process made before it."""
-    return f"{prefix}_{_next_value() & _TIME_MASK:012x}{_random_suffix()}"
+    return f"{prefix}_{_next_value() & _TIME_MASK:014x}{_random_suffix()}"
 
 
 def descending(prefix: Prefix) -> str:
     """A new id that sorts before every id this process made before it."""
-    return f"{prefix}_{~_next_value() & _TIME_MASK:012x}{_random_suffix()}"
+    return f"{prefix}_{~_next_value() & _TIME_MASK:014x}{_random_suffix()}"
 
 
 def session_id() -> str:
@@ -64,7 +66,7 @@ def event_id() -> str:
 def observe(identifier: str) -> None:
     """Make later ids sort after ``identifier`` (e.g. the newest id found on disk)."""
     global _last_value
-    body = identifier.split("_", 1)[-1][:12]
+    body = identifier.split("_", 1)[-1][:_TIME_DIGITS]
     try:
         value = int(body, 16)
     except ValueError:

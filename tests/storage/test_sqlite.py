@@ -1,0 +1,183 @@
+"""The SQLite store: group commit, durable-before-visible, streaming reads, the log, migrations."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from partwire.bus import Bus
+from partwire.errors import NotFoundError
+from partwire.schema.event import (
+    MessageInfo,
+    MessageUpdated,
+    PartDeltaProps,
+    SessionCreated,
+    SessionIdle,
+    SessionInfo,
+    SessionRef,
+)
+from partwire.schema.message import AssistantMessage, AssistantTime, MessagePath
+from partwire.schema.part import StreamTime, TextPart
+from partwire.schema.session import Session, SessionTime
+from partwire.storage.base import EventLogGap
+from partwire.storage.sqlite import SqliteStore
+
+
+def _session(sid: str = "ses_1") -> Session:
+    return Session(
+        id=sid,
+        slug="s",
+        projectID="p",
+        directory="/p",
+        title="t",
+        version="0",
+        time=SessionTime(created=1, updated=1),
+    )
+
+
+def _assistant(mid: str = "msg_2") -> AssistantMessage:
+    return AssistantMessage(
+        id=mid,
+        sessionID="ses_1",
+        time=AssistantTime(created=1),
+        parentID="msg_1",
+        modelID="m",
+        providerID="p",
+        mode="build",
+        agent="build",
+        path=MessagePath(cwd="/p", root="/p"),
+    )
+
+
+def _text(pid: str = "prt_1", text: str = "") -> TextPart:
+    return TextPart(
+        id=pid, sessionID="ses_1", messageID="msg_2", text=text, time=StreamTime(start=1)
+    )
+
+
+def _delta(text: str, pid: str = "prt_1") -> PartDeltaProps:
+    return PartDeltaProps(
+        sessionID="ses_1", messageID="msg_2", partID=pid, field="text", delta=text
+    )
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> SqliteStore:
+    s = SqliteStore(tmp_path / "db.sqlite", Bus())
+    await s.open()
+    yield s  # type: ignore[misc]
+    await s.close()
+
+
+async def test_events_are_published_only_after_their_rows_commit(store: SqliteStore) -> None:
+    sub = store.bus.subscribe_all()
+    session = _session()
+    task = asyncio.create_task(
+        store.put_session(session, [SessionCreated(SessionInfo(sessionID="ses_1", info=session))])
+    )
+    event = await asyncio.wait_for(sub.get(), 5)
+    assert event is not None and event.type == "session.created"
+    # The moment the event is visible, an independent connection sees the row.
+    with sqlite3.connect(store.path) as other:
+        assert other.execute("SELECT COUNT(*) FROM session").fetchone()[0] == 1
+    await task
+
+
+async def test_writes_are_group_committed(store: SqliteStore) -> None:
+    await store.put_session(_session(), [])
+    await store.put_message(_assistant(), [])
+    await store.put_part(_text(), [], streaming=True)
+    before = store._writer.batches
+    for i in range(2_000):
+        await store.append_delta(_delta(f"w{i} "))
+    await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
+    batches = store._writer.batches - before
+    assert batches < 200, f"{batches} commits for 2,001 writes"
+
+
+async def test_event_ids_strictly_increase_in_publish_order(store: SqliteStore) -> None:
+    sub = store.bus.subscribe_all()
+    await store.put_session(_session(), [])
+    await store.put_part(_text(), [], streaming=True)
+    for i in range(500):
+        await store.append_delta(_delta(str(i)))
+    await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
+    seen = [e.id for e in sub.drain()]
+    assert len(seen) == 501
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteStore) -> None:
+    await store.put_session(_session(), [])
+    await store.put_message(_assistant(), [])
+    await store.put_part(_text(), [], streaming=True)
+    for word in ["a ", "b ", "c"]:
+        await store.append_delta(_delta(word))
+    await store.publish([])
+    [entry] = await store.list_messages("ses_1")
+    assert entry.parts[0].text == "a b c"  # type: ignore[union-attr]
+    # the row itself was not rewritten per delta
+    with sqlite3.connect(store.path) as other:
+        row = other.execute("SELECT data, delta_from FROM part").fetchone()
+    assert '"text":""' in row[0] and row[1] is not None
+    # a mid-stream flush moves the row forward; later deltas still fold in
+    await store.put_part(_text(text="a b c"), [], streaming=True)
+    await store.append_delta(_delta(" d"))
+    await store.publish([])
+    [entry] = await store.list_messages("ses_1")
+    assert entry.parts[0].text == "a b c d"  # type: ignore[union-attr]
+
+
+async def test_missing_ids_raise_not_found(store: SqliteStore) -> None:
+    with pytest.raises(NotFoundError, match="Session not found: ses_x"):
+        await store.get_session("ses_x")
+    with pytest.raises(NotFoundError, match="Message not found"):
+        await store.get_message("ses_x", "msg_x")
+
+
+async def test_events_after_replays_in_order_and_reports_a_gap(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db.sqlite", Bus(), retain_events=10)
+    await store.open()
+    try:
+        sub = store.bus.subscribe_all()
+        for n in range(30):
+            await store.publish([SessionIdle(SessionRef(sessionID=f"ses_{n}"))])
+        published = [e.id for e in sub.drain()]
+        replay = await store.events_after(published[24])
+        assert [e.id for e in replay] == published[25:]
+        from partwire.storage.sqlite import _Prune
+
+        await store._submit(_Prune(retain=10))
+        with pytest.raises(EventLogGap):
+            await store.events_after(published[2])
+        assert [e.id for e in await store.events_after(published[-3])] == published[-2:]
+    finally:
+        await store.close()
+
+
+async def test_session_delete_removes_rows_and_logs_event(store: SqliteStore) -> None:
+    session = _session()
+    await store.put_session(session, [])
+    await store.put_message(
+        _assistant(), [MessageUpdated(MessageInfo(sessionID="ses_1", info=_assistant()))]
+    )
+    await store.put_part(_text(text="x"), [])
+    await store.delete_session("ses_1", [])
+    assert await store.list_sessions() == []
+    assert await store.list_messages("ses_1") == []
+
+
+async def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    for _ in range(2):
+        store = SqliteStore(path, Bus())
+        await store.open()
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        versions = conn.execute("SELECT version, name FROM schema_version").fetchall()
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert versions == [(1, "initial")]
+    assert mode == "wal"

@@ -1,0 +1,80 @@
+"""read, list and glob on a real project directory, including escapes out of it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from partwire.errors import ToolArgumentsError, ToolError
+from partwire.tools import glob, list, read
+from partwire.tools.base import ToolContext
+
+
+def _ctx(project: Path) -> ToolContext:
+    return ToolContext(
+        session_id="ses_1", message_id="msg_1", call_id="c", agent="build", project_dir=project
+    )
+
+
+async def test_read_numbers_lines_and_honours_offset_and_limit(project: Path) -> None:
+    result = await read.TOOL.run(
+        {"filePath": "src/app.py", "offset": 10, "limit": 3}, _ctx(project)
+    )
+    lines = result.output.splitlines()
+    assert lines[1:4] == ["00011| line 11", "00012| line 12", "00013| line 13"]
+    assert "offset=13" in result.output
+    assert result.title == "src/app.py" and result.metadata["lines"] == 50
+
+
+async def test_read_missing_file_suggests_close_names(project: Path) -> None:
+    with pytest.raises(ToolError, match=r"File not found: READM\.md\. Did you mean: README\.md"):
+        await read.TOOL.run({"filePath": "READM.md"}, _ctx(project))
+
+
+async def test_read_binary_and_directory_are_clear_errors(project: Path) -> None:
+    (project / "blob.bin").write_bytes(b"\x00\x01\x02")
+    with pytest.raises(ToolError, match="binary"):
+        await read.TOOL.run({"filePath": "blob.bin"}, _ctx(project))
+    with pytest.raises(ToolError, match="is a directory"):
+        await read.TOOL.run({"filePath": "src"}, _ctx(project))
+
+
+@pytest.mark.parametrize(
+    "escape", ["../secret.txt", "src/../../secret.txt", "ABSOLUTE", "link.txt"]
+)
+async def test_paths_outside_the_project_are_refused(project: Path, escape: str) -> None:
+    outside = project.parent / "secret.txt"
+    os.symlink(outside, project / "link.txt")
+    path = str(outside) if escape == "ABSOLUTE" else escape
+    with pytest.raises(ToolError, match="outside the project directory"):
+        await read.TOOL.run({"filePath": path}, _ctx(project))
+    with pytest.raises(ToolError, match="outside the project directory"):
+        await list.TOOL.run({"path": ".." if escape != "ABSOLUTE" else "/"}, _ctx(project))
+
+
+async def test_invalid_arguments_are_explained_for_the_model(project: Path) -> None:
+    with pytest.raises(ToolArgumentsError, match=r"filePath: Field required.*Rewrite the input"):
+        await read.TOOL.run({"path": "README.md"}, _ctx(project))
+    with pytest.raises(ToolArgumentsError, match="offset"):
+        await read.TOOL.run({"filePath": "README.md", "offset": -1}, _ctx(project))
+
+
+async def test_list_shows_a_tree_and_skips_ignored_dirs(project: Path) -> None:
+    (project / ".git").mkdir()
+    (project / ".git" / "HEAD").write_text("ref")
+    result = await list.TOOL.run({}, _ctx(project))
+    body = result.output.splitlines()[1:]
+    assert body == ["  src/", "    app.py", "  README.md", "  notes.txt"]
+    ignored = await list.TOOL.run({"ignore": ["*.txt"]}, _ctx(project))
+    assert "notes.txt" not in ignored.output
+
+
+async def test_glob_matches_recursively_inside_the_project(project: Path) -> None:
+    result = await glob.TOOL.run({"pattern": "**/*.py"}, _ctx(project))
+    assert result.output.splitlines() == [str(project / "src" / "app.py")]
+    none = await glob.TOOL.run({"pattern": "*.rs"}, _ctx(project))
+    assert none.output == "No files found"
+    with pytest.raises(ToolError, match="inside the searched folder"):
+        await glob.TOOL.run({"pattern": "../*.txt"}, _ctx(project))

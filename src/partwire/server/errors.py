@@ -17,12 +17,45 @@ def error_body(name: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "data": {"message": message, **{k: v for k, v in extra.items() if v}}}
 
 
-def _describe(err: dict[str, Any]) -> tuple[str, str, str]:
+_TAGS = ("type", "role", "status")
+
+
+def _field_path(loc: list[Any], body: Any) -> str:
+    """The error location as a dotted path into the body, without union tag names.
+
+    Pydantic puts the discriminator value of a tagged union into the location
+    (``parts.0.text.text``); walking the body tells a tag from a real key.
+    """
+    path: list[str] = []
+    node = body
+    tag_skipped_for: object = None
+    for step in loc:
+        is_tag = (
+            node is not tag_skipped_for
+            and isinstance(node, dict)
+            and isinstance(step, str)
+            and step not in node
+            and any(node.get(tag) == step for tag in _TAGS)
+        )
+        if is_tag:
+            tag_skipped_for = node
+            continue
+        path.append(str(step))
+        node = node[step] if isinstance(node, dict | list) and _has(node, step) else None
+    return ".".join(path)
+
+
+def _has(node: dict[str, Any] | list[Any], step: Any) -> bool:
+    if isinstance(node, dict):
+        return step in node
+    return isinstance(step, int) and 0 <= step < len(node)
+
+
+def _describe(err: dict[str, Any], body: Any) -> tuple[str, str, str]:
     """(kind, field, message) for one pydantic error."""
-    loc = [str(p) for p in err.get("loc", ())]
-    kind = _KINDS.get(loc[0], "Body") if loc else "Body"
-    path = [p for p in loc[1:] if not p.endswith("PartInput")]
-    field = ".".join(path)
+    loc = list(err.get("loc", ()))
+    kind = _KINDS.get(str(loc[0]), "Body") if loc else "Body"
+    field = _field_path(loc[1:], body)
     if err.get("type") == "json_invalid":
         return kind, "", f"Invalid JSON body: {err.get('ctx', {}).get('error', err.get('msg'))}"
     if err.get("type") == "missing" and not field:
@@ -33,7 +66,8 @@ def _describe(err: dict[str, Any]) -> tuple[str, str, str]:
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = list(exc.errors())
-    kind, field, message = _describe(errors[0]) if errors else ("Body", "", "Invalid request")
+    first = _describe(errors[0], exc.body) if errors else ("Body", "", "Invalid request")
+    kind, field, message = first
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return JSONResponse(error_body("BadRequest", message, kind=kind, field=field), status_code=400)

@@ -96,7 +96,7 @@ class SessionLoop:
         if run.step is not None:
             run.step.cancel()
         if run.task is not None:
-            await asyncio.shield(run.task)
+            await asyncio.wait({run.task})
         return True
 
     async def ensure_idle(self, session_id: str) -> None:
@@ -170,9 +170,17 @@ class SessionLoop:
         processor = Processor(self.store, message, model, get_tool, self.settings.project_dir)
         await self.store.put_message(message, [message_event(message)])
         request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
-        run.step = asyncio.create_task(processor.run(request))
+        step = run.step = asyncio.create_task(processor.run(request))
+        if run.aborted:  # abort() came while this step was being set up
+            step.cancel()
         try:
-            return await run.step
+            return await step
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not step.cancelled() or (current is not None and current.cancelling()):
+                raise
+            # aborted before the processor began: it never ran, so finish the message here
+            return await processor.finish_aborted()
         finally:
             run.step = None
 

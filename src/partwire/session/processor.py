@@ -129,8 +129,7 @@ class Processor:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            await self._close_open("aborted")
-            self.message = self.message.model_copy(update={"error": aborted_error()})
+            return await self.finish_aborted()
         except ProviderError as exc:
             await self._close_open("error")
             self.message = self.message.model_copy(update={"error": _api_error(exc)})
@@ -139,6 +138,11 @@ class Processor:
             self.message = self.message.model_copy(
                 update={"error": unknown_error(f"{type(exc).__name__}: {exc}")}
             )
+        return await self._complete()
+
+    async def finish_aborted(self) -> AssistantMessage:
+        await self._close_open("aborted")
+        self.message = self.message.model_copy(update={"error": aborted_error()})
         return await self._complete()
 
     async def _complete(self) -> AssistantMessage:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from partwire.bus import Bus
-from partwire.schema.event import Empty, SessionIdle, SessionRef, ServerHeartbeat
+from partwire.schema.event import Empty, ServerHeartbeat, SessionIdle, SessionRef
 
 
 def _idle(n: int) -> object:

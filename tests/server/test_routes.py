@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -72,6 +74,11 @@ async def test_prompt_async_returns_204_and_runs_in_the_background(
     statuses = (await http.get("/session/status")).json()
     validate_schema(response_schema("/session/status", "get"), statuses)
     assert statuses.get(sid) == {"type": "busy"}
+    for _ in range(200):  # wait until the answer is streaming, then abort it
+        messages = (await http.get(f"/session/{sid}/message")).json()
+        if len(messages) == 2 and any(p["type"] == "text" for p in messages[1]["parts"]):
+            break
+        await asyncio.sleep(0.01)
     assert (await http.post(f"/session/{sid}/abort")).json() is True
     assert (await http.get("/session/status")).json() == {}
     messages = (await http.get(f"/session/{sid}/message")).json()

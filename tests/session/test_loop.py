@@ -213,7 +213,7 @@ async def test_abort_closes_open_parts_and_releases_every_waiter(
     started = time.monotonic()
     assert await runtime.loop.abort(sid) is True
     assert time.monotonic() - started < 1.0
-    first, second = await asyncio.wait_for(asyncio.gather(one, two), 2)
+    first, _second = await asyncio.wait_for(asyncio.gather(one, two), 2)
     assert first.info.error is not None and first.info.error.name == "MessageAbortedError"
     text = next(p for p in first.parts if isinstance(p, TextPart))
     assert text.text.startswith("partial") and text.time is not None and text.time.end is not None
@@ -222,9 +222,10 @@ async def test_abort_closes_open_parts_and_releases_every_waiter(
 
 
 async def test_abort_errors_a_running_tool(runtime: Runtime, model: ScriptedModel) -> None:
+    from pydantic import BaseModel
+
     from partwire.tools.base import Tool, ToolContext, ToolResult
     from partwire.tools.registry import register_tool
-    from pydantic import BaseModel
 
     class NoArgs(BaseModel):
         pass
@@ -274,7 +275,7 @@ async def test_streaming_text_rewrites_its_row_a_logarithmic_number_of_times(
     assert text.text == "".join(words)
     assert len(writes) <= 8, writes  # start, a few doubling flushes, end
     assert sum(writes) <= 3 * len(text.text)
-    assert processor_module.FLUSH_MIN_CHARS <= writes[1]
+    assert writes[1] >= processor_module.FLUSH_MIN_CHARS
 
 
 async def test_finish_step_usage_accumulates_on_the_message(

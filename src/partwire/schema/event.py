@@ -7,9 +7,10 @@ The bus, the SSE route, the client parser and the OpenAPI union all derive from
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from pydantic import Field, create_model
 
@@ -26,7 +27,7 @@ class EventDefinition(Generic[P]):
     """One event type. ``logged`` events go to the event log and can be replayed."""
 
     type: str
-    properties: type[P]
+    properties: builtins.type[P]
     logged: bool = True
 
     def __call__(self, properties: P) -> Draft:
@@ -102,7 +103,7 @@ def envelope_models() -> list[type[WireModel]]:
                 name,
                 __base__=WireModel,
                 id=(str, Field(pattern="^evt_")),
-                type=(Literal[definition.type], ...),  # type: ignore[valid-type]
+                type=(cast(Any, Literal[definition.type]), ...),
                 properties=(definition.properties, ...),
             )
         )

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Generator
 
 import uvicorn
+from fastapi import FastAPI
 
 from partwire.config import Settings
 from partwire.server.app import create_app
@@ -20,9 +21,9 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
-def _config(settings: Settings, host: str, port: int) -> uvicorn.Config:
+def _config(settings: Settings, host: str, port: int, app: FastAPI | None = None) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(settings),
+        app or create_app(settings),
         host=host,
         port=port,
         log_level="warning",
@@ -38,10 +39,10 @@ def serve(settings: Settings, host: str, port: int) -> None:
 
 @contextlib.asynccontextmanager
 async def serve_in_background(
-    settings: Settings, host: str = "127.0.0.1", port: int = 0
+    settings: Settings, host: str = "127.0.0.1", port: int = 0, *, app: FastAPI | None = None
 ) -> AsyncIterator[str]:
     """Run a real server on ``host:port`` (0 = a free port) and yield its base URL."""
-    server = _EmbeddedServer(_config(settings, host, port))
+    server = _EmbeddedServer(_config(settings, host, port, app))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -43,8 +43,8 @@ async def _replay(runtime: Runtime, last_id: str) -> tuple[list[str], str | None
     except EventLogGap as gap:
         resync = ServerResync(
             ResyncProps(
-                lastEventID=last_id,
-                oldestEventID=gap.oldest,
+                last_event_id=last_id,
+                oldest_event_id=gap.oldest,
                 message="Events since your last id are no longer kept; reload state over HTTP.",
             )
         ).with_id(ids.event_id())

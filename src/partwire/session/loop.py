@@ -86,7 +86,7 @@ class SessionLoop:
         if body.model is not None:
             return body.model
         provider_id, model_id = parse_model_ref(self.settings.default_model)
-        return ModelRef(providerID=provider_id, modelID=model_id)
+        return ModelRef(provider_id=provider_id, model_id=model_id)
 
     async def abort(self, session_id: str) -> bool:
         run = self._runs.get(session_id)
@@ -158,11 +158,11 @@ class SessionLoop:
         root = str(self.settings.project_dir)
         message = AssistantMessage(
             id=ids.message_id(),
-            sessionID=session_id,
+            session_id=session_id,
             time=AssistantTime(created=now_ms()),
-            parentID=user.id,
-            modelID=model.model_id,
-            providerID=model.provider_id,
+            parent_id=user.id,
+            model_id=model.model_id,
+            provider_id=model.provider_id,
             mode=user.agent,
             agent=user.agent,
             path=MessagePath(cwd=root, root=root),

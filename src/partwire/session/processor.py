@@ -164,17 +164,17 @@ class Processor:
     def _base(self) -> dict[str, str]:
         return {
             "id": ids.part_id(),
-            "sessionID": self.message.session_id,
-            "messageID": self.message.id,
+            "session_id": self.message.session_id,
+            "message_id": self.message.id,
         }
 
     async def _text_start(self, event: Any) -> None:
-        part = TextPart(**self._base(), text="", time=StreamTime(start=now_ms()))  # type: ignore[arg-type]
+        part = TextPart(**self._base(), text="", time=StreamTime(start=now_ms()))
         self.streaming[event.id] = _Streaming(part)
         await self._save(part, streaming=True)
 
     async def _reasoning_start(self, event: Any) -> None:
-        part = ReasoningPart(**self._base(), text="", time=StreamTime(start=now_ms()))  # type: ignore[arg-type]
+        part = ReasoningPart(**self._base(), text="", time=StreamTime(start=now_ms()))
         self.streaming["reasoning:" + event.id] = _Streaming(part)
         await self._save(part, streaming=True)
 
@@ -234,8 +234,8 @@ class Processor:
 
     async def _tool_input_start(self, event: Any) -> None:
         part = ToolPart(
-            **self._base(),  # type: ignore[arg-type]
-            callID=event.id,
+            **self._base(),
+            call_id=event.id,
             tool=event.tool_name,
             state=ToolStatePending(),
         )
@@ -324,7 +324,7 @@ class Processor:
     # ---- steps and the end ---------------------------------------------------------------
 
     async def _start_step(self, event: Any) -> None:
-        await self._save(StepStartPart(**self._base()))  # type: ignore[arg-type]
+        await self._save(StepStartPart(**self._base()))
 
     async def _finish_step(self, event: Any) -> None:
         usage = event.usage
@@ -336,7 +336,7 @@ class Processor:
             cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
         )
         await self._save(
-            StepFinishPart(**self._base(), reason=event.finish_reason, tokens=tokens, cost=0)  # type: ignore[arg-type]
+            StepFinishPart(**self._base(), reason=event.finish_reason, tokens=tokens, cost=0)
         )
         self.message = self.message.model_copy(
             update={"tokens": self.message.tokens.plus(tokens), "finish": event.finish_reason}
@@ -386,6 +386,6 @@ def message_event(message: AssistantMessage) -> Draft:
 def _api_error(exc: ProviderError) -> APIError:
     return APIError(
         data=APIErrorData(
-            message=exc.message, statusCode=exc.status_code, isRetryable=exc.retryable
+            message=exc.message, status_code=exc.status_code, is_retryable=exc.retryable
         )
     )

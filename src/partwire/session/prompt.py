@@ -34,13 +34,13 @@ UNTITLED_PREFIX = "New session - "
 def _part(draft: PartInput, session_id: str, message_id: str) -> Part:
     fields = draft.model_dump(exclude_none=True, exclude={"id"}, by_alias=True)
     base = {"id": draft.id or ids.part_id(), "sessionID": session_id, "messageID": message_id}
-    builders: dict[type[PartInput], type[Part]] = {  # type: ignore[valid-type]
+    builders: dict[type[PartInput], type[Part]] = {
         TextPartInput: TextPart,
         FilePartInput: FilePart,
         AgentPartInput: AgentPart,
         SubtaskPartInput: SubtaskPart,
     }
-    return builders[type(draft)].model_validate({**base, **fields})  # type: ignore[no-any-return]
+    return builders[type(draft)].model_validate({**base, **fields})
 
 
 def _title_from(body: PromptInput) -> str | None:
@@ -57,7 +57,7 @@ async def store_user_message(
     """Write the user message, its parts, and the session's new title/updated time."""
     message = UserMessage(
         id=body.message_id or ids.message_id(),
-        sessionID=session.id,
+        session_id=session.id,
         time=UserTime(created=int(time.time() * 1000)),
         agent=body.agent or DEFAULT_AGENT,
         model=model,

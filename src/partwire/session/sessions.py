@@ -43,9 +43,9 @@ class Sessions:
         session = Session(
             id=ids.session_id(),
             slug=_slug(),
-            projectID=project_id(directory),
+            project_id=project_id(directory),
             directory=directory,
-            parentID=body.parent_id,
+            parent_id=body.parent_id,
             title=body.title or f"{UNTITLED_PREFIX}{stamp}",
             version=__version__,
             time=SessionTime(created=now, updated=now),

@@ -6,7 +6,6 @@ Every write takes the events that describe it; the store commits the change and
 
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol
 
 from partwire.schema.event import Draft, Event, PartDeltaProps
@@ -34,8 +33,9 @@ class Store(Protocol):
         """Write the part row. ``streaming`` means deltas may follow it in the event log."""
         ...
 
-    def append_delta(self, delta: PartDeltaProps) -> asyncio.Future[None]:
-        """Queue a streaming delta; await the future only to wait for its commit."""
+    async def append_delta(self, delta: PartDeltaProps) -> None:
+        """Queue a streaming delta. Returns at once unless the writer is far behind
+        (backpressure); its event is published when the batch holding it commits."""
         ...
 
     async def publish(self, events: list[Draft]) -> None:

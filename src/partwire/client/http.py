@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from partwire.errors import BadRequestError, NotFoundError, UserError
+from partwire.providers.registry import parse_model_ref
 from partwire.schema.event import REGISTRY, Event, parse_event
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.session import Session, SessionStatus, session_status_adapter
@@ -99,7 +100,7 @@ class PartwireClient:
     def _prompt_body(text: str, model: str | None, agent: str | None) -> dict[str, Any]:
         body: dict[str, Any] = {"parts": [{"type": "text", "text": text}]}
         if model:
-            provider_id, _, model_id = model.partition("/")
+            provider_id, model_id = parse_model_ref(model)
             body["model"] = {"providerID": provider_id, "modelID": model_id}
         if agent:
             body["agent"] = agent

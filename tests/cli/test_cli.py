@@ -1,0 +1,107 @@
+"""`partwire run` as a user runs it: a real process, a real terminal-less stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+
+from partwire.config import Settings
+
+
+def _env(settings: Settings, delay_ms: str = "0") -> dict[str, str]:
+    return {
+        **os.environ,
+        "PARTWIRE_DATA_DIR": str(settings.data_dir),
+        "PARTWIRE_DEMO_DELAY_MS": delay_ms,
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
+
+
+async def _run(settings: Settings, *args: str, delay_ms: str = "0") -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", *args,
+        cwd=settings.project_dir,
+        env=_env(settings, delay_ms),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_run_renders_text_reasoning_and_a_final_line(settings: Settings) -> None:
+    code, out, err = await _run(settings, "run", "hello", "there")
+    assert code == 0, err
+    assert "The user wrote 2 words" in out  # reasoning
+    assert "You said: **hello there**" in out  # streamed text
+    assert "tokens in " in out.splitlines()[-1] and "out " in out.splitlines()[-1]
+
+
+async def test_run_shows_tools_as_one_line_with_their_state(settings: Settings) -> None:
+    code, out, _ = await _run(settings, "run", "README.md")
+    assert code == 0
+    tool_lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
+    assert tool_lines == ["✓ read     README.md"]
+    code, out, _ = await _run(settings, "run", "list")
+    assert "✓ list     ." in out
+
+
+async def test_bad_model_is_a_message_not_a_traceback(settings: Settings) -> None:
+    code, out, err = await _run(settings, "run", "--model", "nope/x", "hi")
+    assert code == 1
+    assert "error: Unknown model nope/x; available: demo/demo" in err
+    assert "Traceback" not in out + err
+    code, _, err = await _run(settings, "run", "--model", "justone", "hi")
+    assert code == 1 and "must look like provider/model" in err
+
+
+async def test_attach_to_an_unreachable_server_is_a_clear_error(settings: Settings) -> None:
+    code, _, err = await _run(settings, "run", "--attach", "http://127.0.0.1:9", "hi")
+    assert code == 1
+    assert "cannot reach the server" in err and "Traceback" not in err
+
+
+async def test_attach_uses_the_running_server(settings: Settings, server: str) -> None:
+    code, out, err = await _run(settings, "run", "--attach", server, "long", "5")
+    assert code == 0, err
+    assert "w0 w1 w2 w3 w4" in out
+    async with httpx.AsyncClient(base_url=server) as http:
+        sessions = (await http.get("/session")).json()
+    assert [s["title"] for s in sessions] == ["long 5"]
+
+
+async def test_ctrl_c_aborts_the_session_cleanly(settings: Settings, server: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "run", "--attach", server, "long", "100000",
+        cwd=settings.project_dir,
+        env=_env(settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    await asyncio.wait_for(process.stdout.readuntil(b"w3 "), 30)
+    process.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 130, err
+    assert "aborting" in out.decode() and "aborted · tokens" in out.decode()
+    assert "Traceback" not in err.decode()
+    async with httpx.AsyncClient(base_url=server) as http:
+        [session] = (await http.get("/session")).json()
+        messages = (await http.get(f"/session/{session['id']}/message")).json()
+        status = (await http.get("/session/status")).json()
+    assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"
+    assert status == {}
+
+
+def test_help_lists_the_commands(tmp_path: Path) -> None:
+    from partwire.cli import _parser
+
+    text = _parser().format_help()
+    assert "serve" in text and "run" in text

@@ -1,0 +1,40 @@
+"""The public API is exactly what __all__ says, sorted, and every name resolves."""
+
+from __future__ import annotations
+
+import partwire
+
+EXPECTED = [
+    "BadRequestError",
+    "Bus",
+    "ClientState",
+    "Event",
+    "LanguageModel",
+    "NotFoundError",
+    "PartwireClient",
+    "PartwireError",
+    "ProviderError",
+    "Runtime",
+    "Settings",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+    "create_app",
+    "load_settings",
+    "reduce",
+    "register_provider",
+    "register_tool",
+    "serve_in_background",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert partwire.__all__ == EXPECTED
+    assert sorted(partwire.__all__, key=str.casefold) == sorted(EXPECTED, key=str.casefold)
+
+
+def test_every_exported_name_resolves() -> None:
+    for name in partwire.__all__:
+        assert getattr(partwire, name) is not None, name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "opencode"
+REFERENCE = Path(
+    os.environ.get("PARTWIRE_REFERENCE_DIR")
+    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "opencode"
+)
 
 
 @cache

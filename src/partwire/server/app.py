@@ -42,4 +42,15 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     app.include_router(sse.router)
     app.include_router(session.router)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> dict[str, str]:
+        return {
+            "name": "partwire",
+            "version": __version__,
+            "openapi": "/doc",
+            "events": "/event",
+            "sessions": "/session",
+        }
+
     return app

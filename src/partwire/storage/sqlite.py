@@ -33,7 +33,9 @@ from partwire.storage.writer import (
 T = TypeVar("T")
 
 # Above this many queued writes, append_delta waits for its own commit (backpressure).
-BACKLOG_HIGH_WATER = 2_000
+# It bounds delta latency (queueing behind the writer) at about 256 / throughput;
+# lower values mean smaller batches and more bytes written per byte streamed.
+BACKLOG_HIGH_WATER = 256
 PRUNE_EVERY_BATCHES = 500
 
 

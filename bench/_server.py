@@ -1,0 +1,77 @@
+"""The partwire server, instrumented for bench/stream.py (run as a separate process).
+
+It is the real app with two additions that exist only here: the processor records
+when each delta leaves the model stream (wall clock, comparable across processes on
+one machine), and GET /bench/stats reports those times, the SQLite writer thread's
+write-syscall byte count, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+
+from partwire.config import load_settings
+from partwire.server.app import create_app
+from partwire.session.processor import Processor
+
+EMITS: dict[str, int] = {}
+_original_delta = Processor._delta
+
+
+async def _timed_delta(self: Processor, event: Any) -> None:
+    EMITS[event.delta] = time.time_ns()
+    await _original_delta(self, event)
+
+
+def _writer_wchar() -> int:
+    for thread in threading.enumerate():
+        if thread.name == "partwire-writer" and thread.native_id is not None:
+            io = Path(f"/proc/self/task/{thread.native_id}/io").read_text()
+            return int(
+                next(line for line in io.splitlines() if line.startswith("wchar:")).split()[1]
+            )
+    raise RuntimeError("the writer thread is not running")
+
+
+def _peak_rss_kb() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
+def build(data_dir: Path, project: Path) -> FastAPI:
+    Processor._delta = _timed_delta  # type: ignore[method-assign]
+    settings = load_settings(
+        project_dir=project, data_dir=data_dir, env={"PARTWIRE_DEMO_DELAY_MS": "0"}
+    )
+    app = create_app(settings)
+
+    @app.get("/bench/stats")
+    async def stats(emits: bool = False) -> dict[str, Any]:
+        return {
+            "writer_wchar": _writer_wchar(),
+            "peak_rss_kb": _peak_rss_kb(),
+            "emits": EMITS if emits else {},
+        }
+
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--project", type=Path, default=Path.cwd())
+    args = parser.parse_args()
+    app = build(args.data, args.project)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Streaming benchmark: demo model at delay 0, a real server process, a real SSE client.
+
+    python bench/stream.py --words 1000 --words 10000
+
+For each size: a fresh server process and data dir, one session, the prompt
+``long N``; the client reads GET /event until session.idle. Prints a table:
+
+- deltas/s end to end (prompt sent → last delta read by the client)
+- p50 / p99 latency from the processor taking a delta off the model stream to the
+  SSE client parsing it (wall clock; both processes on this machine)
+- bytes the SQLite writer thread wrote (write syscalls: WAL, checkpoints) per byte
+  of text streamed
+- peak RSS of the server process
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_RATE = 5_000
+TARGET_P99_MS = 50.0
+TARGET_GROWTH = 1.5
+
+
+@dataclass
+class Result:
+    words: int
+    rate: float
+    p50_ms: float
+    p99_ms: float
+    bytes_per_byte: float
+    peak_rss_mb: float
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_ready(http: httpx.AsyncClient) -> None:
+    for _ in range(300):
+        try:
+            await http.get("/session")
+            return
+        except httpx.TransportError:
+            await asyncio.sleep(0.05)
+    raise RuntimeError("the server did not start")
+
+
+async def _stream(http: httpx.AsyncClient, words: int) -> tuple[dict[str, int], float]:
+    """Prompt and read SSE until idle; returns receive times per delta and the elapsed s."""
+    received: dict[str, int] = {}
+    session = (await http.post("/session", json={})).json()["id"]
+    async with http.stream("GET", "/event", timeout=None) as response:
+        lines = response.aiter_lines()
+        async for line in lines:
+            if '"server.connected"' in line:
+                break
+        started = time.perf_counter()
+        body = {"parts": [{"type": "text", "text": f"long {words}"}]}
+        await http.post(f"/session/{session}/prompt_async", json=body)
+        async for line in lines:
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            if event["type"] == "message.part.delta":
+                received[event["properties"]["delta"]] = time.time_ns()
+                last = time.perf_counter()
+            elif event["type"] == "session.idle" and event["properties"]["sessionID"] == session:
+                break
+    return received, last - started
+
+
+async def measure(words: int) -> Result:
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="partwire-bench-") as data:
+        server = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "bench" / "_server.py"),
+            "--port",
+            str(port),
+            "--data",
+            data,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+                await _wait_ready(http)
+                before = (await http.get("/bench/stats")).json()
+                received, elapsed = await _stream(http, words)
+                after = (await http.get("/bench/stats", params={"emits": "true"})).json()
+        finally:
+            server.terminate()
+            await asyncio.wait_for(server.wait(), 10)
+    emits: dict[str, int] = after["emits"]
+    latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
+    text_bytes = sum(len(d.encode()) for d in received)
+    if len(received) != words:
+        raise RuntimeError(f"expected {words} deltas, the client read {len(received)}")
+    return Result(
+        words=words,
+        rate=words / elapsed,
+        p50_ms=statistics.median(latencies),
+        p99_ms=latencies[int(len(latencies) * 0.99) - 1],
+        bytes_per_byte=(after["writer_wchar"] - before["writer_wchar"]) / text_bytes,
+        peak_rss_mb=after["peak_rss_kb"] / 1024,
+    )
+
+
+def _table(results: list[Result]) -> str:
+    rows = [
+        ("long N", "deltas/s", "p50 ms", "p99 ms", "SQLite B/B", "peak RSS MB"),
+        *(
+            (
+                f"{r.words}",
+                f"{r.rate:,.0f}",
+                f"{r.p50_ms:.2f}",
+                f"{r.p99_ms:.2f}",
+                f"{r.bytes_per_byte:.1f}",
+                f"{r.peak_rss_mb:.1f}",
+            )
+            for r in results
+        ),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _verdicts(results: list[Result]) -> list[str]:
+    out = []
+    for r in results:
+        out.append(
+            f"long {r.words}: rate {'ok' if r.rate >= TARGET_RATE else 'BELOW'} "
+            f"(target ≥ {TARGET_RATE:,}), p99 {'ok' if r.p99_ms < TARGET_P99_MS else 'ABOVE'} "
+            f"(target < {TARGET_P99_MS:.0f} ms)"
+        )
+    by_words = {r.words: r for r in results}
+    if 1000 in by_words and 10000 in by_words:
+        growth = by_words[10000].bytes_per_byte / by_words[1000].bytes_per_byte
+        verdict = "ok" if growth <= TARGET_GROWTH else "ABOVE"
+        out.append(
+            f"bytes/byte at 10000 ÷ at 1000 = {growth:.2f} {verdict} (target ≤ {TARGET_GROWTH})"
+        )
+    return out
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--words", type=int, action="append", help="N for `long N` (repeatable)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per size; the median is shown")
+    args = parser.parse_args()
+    results = []
+    for words in args.words or [1000, 10000]:
+        runs = [await measure(words) for _ in range(args.repeat)]
+        runs.sort(key=lambda r: r.rate)
+        results.append(runs[len(runs) // 2])
+    print(f"partwire streaming benchmark — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(_table(results))
+    for line in _verdicts(results):
+        print(line)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

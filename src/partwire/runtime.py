@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
 from partwire.providers.registry import load_builtin_providers
+from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.session.loop import SessionLoop
 from partwire.session.sessions import Sessions
 from partwire.session.status import StatusTracker
@@ -22,6 +24,7 @@ class Runtime:
     status: StatusTracker
     loop: SessionLoop
     sessions: Sessions
+    disposed: bool = False
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -36,7 +39,16 @@ class Runtime:
     async def start(self) -> None:
         await self.store.open()
 
+    def announce_shutdown(self) -> None:
+        """Tell every subscriber the instance is going away, then end their streams."""
+        if self.disposed:
+            return
+        self.disposed = True
+        props = InstanceDisposedProps(directory=str(self.settings.project_dir))
+        self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
+        self.bus.close()
+
     async def stop(self) -> None:
+        self.announce_shutdown()
         await self.loop.shutdown()
         await self.store.close()
-        self.bus.close()

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.reference import document, response_schema, validate, validate_schema
+from tests.scripted import ScriptedModel, text_reply, tool_reply
 
 
 @pytest.fixture
@@ -197,12 +198,17 @@ async def test_prompt_to_a_deleted_session_is_404_and_others_keep_their_data(
 
 
 async def test_a_tool_given_a_missing_file_is_a_tool_error_not_a_failure(
-    http: httpx.AsyncClient, server: str
+    http: httpx.AsyncClient, model: ScriptedModel
 ) -> None:
+    model.enqueue(tool_reply("read", {"filePath": "no/such/file.txt"}), text_reply("sorry"))
     sid = await _session(http)
-    # the demo reads any existing path; ask the scripted route instead via list on a bad dir
-    response = await http.post(f"/session/{sid}/message", json=_prompt("README.md"))
+    body = {**_prompt("read it"), "model": {"providerID": "scripted", "modelID": "scripted"}}
+    response = await http.post(f"/session/{sid}/message", json=body)
     assert response.status_code == 200
+    assert response.json()["info"]["finish"] == "stop"
     messages = (await http.get(f"/session/{sid}/message")).json()
+    assert [m["info"]["role"] for m in messages] == ["user", "assistant", "assistant"]
     tool = next(p for p in messages[1]["parts"] if p["type"] == "tool")
-    assert tool["state"]["status"] == "completed"
+    assert tool["state"]["status"] == "error"
+    assert tool["state"]["error"].startswith("File not found: no/such/file.txt")
+    validate("ToolPart", tool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -165,3 +166,18 @@ async def test_resume_with_nothing_missed_sends_only_new_events(server: str, hea
             fresh = [f async for f in frames]
     assert fresh[0]["event"]["type"] == "session.created"
     assert fresh[-1]["event"]["properties"]["sessionID"] == sid
+
+
+async def test_shutdown_announces_itself_and_ends_open_streams(settings: Settings) -> None:
+    server = serve_in_background(settings)
+    url = await server.__aenter__()
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        async with http.stream("GET", "/event") as response:
+            frames = read_frames(response)
+            assert (await anext(frames))["event"]["type"] == "server.connected"
+            stopping = asyncio.create_task(server.__aexit__(None, None, None))
+            rest = [f["event"]["type"] async for f in frames]  # ends when the server closes it
+            started = asyncio.get_running_loop().time()
+            await stopping
+            assert asyncio.get_running_loop().time() - started < 1.0
+    assert rest == ["server.instance.disposed"]

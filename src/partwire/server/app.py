@@ -7,10 +7,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from partwire import __version__, ids
+from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
-from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.server import errors, sse
 from partwire.server.routes import session
 
@@ -24,10 +23,6 @@ def create_app(settings: Settings) -> FastAPI:
         try:
             yield
         finally:
-            disposed = ServerInstanceDisposed(
-                InstanceDisposedProps(directory=str(settings.project_dir))
-            )
-            runtime.bus.publish(disposed.with_id(ids.event_id()))
             await runtime.stop()
 
     app = FastAPI(

@@ -4,37 +4,56 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Generator
 
 import uvicorn
 from fastapi import FastAPI
 
 from partwire.config import Settings
+from partwire.runtime import Runtime
 from partwire.server.app import create_app
 
 
-class _EmbeddedServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to the program embedding it."""
+class PartwireServer(uvicorn.Server):
+    """uvicorn, plus: SSE clients hear ``server.instance.disposed`` and their streams end
+    as soon as shutdown begins, instead of being held open until the grace period ends."""
+
+    def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
+        super().__init__(config)
+        self.runtime = runtime
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.runtime.announce_shutdown()
+        await super().shutdown(sockets)
+
+
+class _EmbeddedServer(PartwireServer):
+    """A server that leaves signal handling to the program embedding it."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
 
 
-def _config(settings: Settings, host: str, port: int, app: FastAPI | None = None) -> uvicorn.Config:
-    return uvicorn.Config(
-        app or create_app(settings),
+def _server(
+    cls: type[PartwireServer], settings: Settings, host: str, port: int, app: FastAPI | None
+) -> PartwireServer:
+    app = app or create_app(settings)
+    config = uvicorn.Config(
+        app,
         host=host,
         port=port,
         log_level="warning",
         timeout_graceful_shutdown=1,
         lifespan="on",
     )
+    return cls(config, app.state.runtime)
 
 
 def serve(settings: Settings, host: str, port: int) -> None:
     """Serve until interrupted (Ctrl-C)."""
-    uvicorn.Server(_config(settings, host, port)).run()
+    _server(PartwireServer, settings, host, port, None).run()
 
 
 @contextlib.asynccontextmanager
@@ -42,7 +61,7 @@ async def serve_in_background(
     settings: Settings, host: str = "127.0.0.1", port: int = 0, *, app: FastAPI | None = None
 ) -> AsyncIterator[str]:
     """Run a real server on ``host:port`` (0 = a free port) and yield its base URL."""
-    server = _EmbeddedServer(_config(settings, host, port, app))
+    server = _server(_EmbeddedServer, settings, host, port, app)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

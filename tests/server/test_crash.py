@@ -1,0 +1,80 @@
+"""A server killed mid-stream (SIGKILL) loses nothing a client saw, and restarts clean."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+
+import httpx
+
+from partwire.config import Settings
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _start(settings: Settings, port: int) -> asyncio.subprocess.Process:
+    env = {
+        **os.environ,
+        "PARTWIRE_DATA_DIR": str(settings.data_dir),
+        "PARTWIRE_DEMO_DELAY_MS": "2",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "serve", "--port", str(port),
+        "--project", str(settings.project_dir),
+        env=env,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        for _ in range(200):
+            try:
+                await http.get("/session/status")
+                return process
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+    raise AssertionError("the server did not start")
+
+
+async def test_sigkill_mid_stream_then_restart(settings: Settings) -> None:
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = await _start(settings, port)
+    seen = ""
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            sid = (await http.post("/session", json={})).json()["id"]
+            async with http.stream("GET", "/event") as response:
+                prompt = {"parts": [{"type": "text", "text": "long 100000"}]}
+                await http.post(f"/session/{sid}/prompt_async", json=prompt)
+                async for line in response.aiter_lines():
+                    if line.startswith("data:") and '"message.part.delta"' in line:
+                        seen += json.loads(line[5:])["properties"]["delta"]
+                        if seen.count(" ") >= 200:
+                            server.send_signal(signal.SIGKILL)
+                            break
+    finally:
+        await server.wait()
+
+    restarted = await _start(settings, port)
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            messages = (await http.get(f"/session/{sid}/message")).json()
+            status = (await http.get("/session/status")).json()
+    finally:
+        restarted.terminate()
+        await restarted.wait()
+
+    assistant = messages[-1]
+    assert assistant["info"]["error"]["name"] == "MessageAbortedError"
+    assert "completed" in assistant["info"]["time"]
+    text = next(p for p in assistant["parts"] if p["type"] == "text")
+    assert "end" in text["time"]
+    assert text["text"].startswith(seen), "a delta the client saw was lost in the crash"
+    assert status == {}

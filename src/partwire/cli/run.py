@@ -68,7 +68,7 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             with contextlib.suppress(NotImplementedError):
                 loop.remove_signal_handler(signal.SIGINT)
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
         renderer.summary(interrupted.is_set())
         if interrupted.is_set():
             return 130

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
 from typing import Any
 
@@ -134,7 +134,7 @@ class PartwireClient:
 
     # ---- events --------------------------------------------------------------------------
 
-    async def events(self, last_event_id: str | None = None) -> AsyncIterator[Event]:
+    async def events(self, last_event_id: str | None = None) -> AsyncGenerator[Event, None]:
         """Every event from the server, reconnecting with Last-Event-ID after a drop.
 
         Logged events are yielded exactly once and in order across reconnects;

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 from partwire.config import Settings
@@ -68,15 +68,28 @@ class DemoModel:
         self.project_dir = project_dir
         self.delay_s = delay_ms / 1000
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        prompt, results = _last_prompt(request.messages)
-        self._input_tokens = sum(_tokens(_turn_text(t)) for t in request.messages)
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        input_tokens = sum(_tokens(_turn_text(t)) for t in request.messages)
+        return _Reply(self.project_dir, self.delay_s, input_tokens).stream(request.messages)
+
+
+class _Reply:
+    """One model call's worth of state."""
+
+    def __init__(self, project_dir: Path, delay_s: float, input_tokens: int) -> None:
+        self.project_dir = project_dir
+        self.delay_s = delay_s
+        self.input_tokens = input_tokens
+
+    async def stream(self, messages: tuple[Turn, ...]) -> AsyncIterator[StreamEvent]:
+        prompt, results = _last_prompt(messages)
         yield StreamStart()
         yield StartStep()
         if results:
-            async for event in self._text(_summarize(results)):
+            summary = _summarize(results)
+            async for event in self._text(summary):
                 yield event
-            for event in self._finish("stop", _summarize(results)):
+            for event in self._finish("stop", summary):
                 yield event
             return
         call = self._tool_for(prompt)
@@ -105,7 +118,7 @@ class DemoModel:
     async def _answer(self, prompt: str) -> AsyncIterator[StreamEvent]:
         if match := _LONG.match(prompt):
             count = min(int(match.group(1)), MAX_LONG)
-            async for event in self._deltas("t0", (f"w{i} " for i in range(count))):
+            async for event in self._deltas(f"w{i} " for i in range(count)):
                 yield event
             for event in self._finish("stop", "w0 " * count):
                 yield event
@@ -125,15 +138,15 @@ class DemoModel:
             yield event
 
     async def _text(self, text: str) -> AsyncIterator[StreamEvent]:
-        async for event in self._deltas("t0", iter(_words(text))):
+        async for event in self._deltas(iter(_words(text))):
             yield event
 
-    async def _deltas(self, part: str, words: object) -> AsyncIterator[StreamEvent]:
-        yield TextStart(part)
-        for word in words:  # type: ignore[attr-defined]
+    async def _deltas(self, words: Iterable[str]) -> AsyncIterator[StreamEvent]:
+        yield TextStart("t0")
+        for word in words:
             await self._pause()
-            yield TextDelta(part, word)
-        yield TextEnd(part)
+            yield TextDelta("t0", word)
+        yield TextEnd("t0")
 
     async def _tool_call(self, tool: str, args: dict[str, str]) -> AsyncIterator[StreamEvent]:
         call_id = f"call_demo_{tool}"
@@ -148,7 +161,7 @@ class DemoModel:
             yield event
 
     def _finish(self, reason: FinishReason, output: str) -> list[StreamEvent]:
-        usage = Usage(input=self._input_tokens, output=_tokens(output))
+        usage = Usage(input=self.input_tokens, output=_tokens(output))
         return [FinishStep(reason, usage), Finish(reason)]
 
     async def _pause(self) -> None:

@@ -127,7 +127,6 @@ class DeltaAppend(Write):
 
 
 Deliver = Callable[[list[Write], list[Event]], None]
-_STOP = object()
 
 
 class Writer:
@@ -135,7 +134,7 @@ class Writer:
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
         self._connect = connect
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Write | None] = queue.SimpleQueue()  # None = stop
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -152,7 +151,7 @@ class Writer:
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._queue.put(_STOP)
+            self._queue.put(None)
             self._thread.join()
             self._thread = None
 
@@ -169,7 +168,7 @@ class Writer:
 
     def _next_batch(self) -> tuple[list[Write], bool]:
         first = self._queue.get()
-        if first is _STOP:
+        if first is None:
             return [], True
         batch = [first]
         while len(batch) < MAX_BATCH:
@@ -177,10 +176,10 @@ class Writer:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is _STOP:
-                return batch, True  # type: ignore[return-value]
+            if item is None:
+                return batch, True
             batch.append(item)
-        return batch, False  # type: ignore[return-value]
+        return batch, False
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
         ctx = WriteContext(conn, self.last_event_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Request, Response
@@ -21,13 +22,13 @@ def _runtime(request: Request) -> Runtime:
     return runtime
 
 
-def wire(value: WireModel | list[WireModel] | dict[str, WireModel] | bool) -> Response:
+def wire(value: WireModel | Sequence[WireModel] | Mapping[str, WireModel] | bool) -> Response:
     """Serialize once, with opencode's names and without unset fields."""
     if isinstance(value, WireModel):
         body = value.wire_json()
-    elif isinstance(value, list):
+    elif isinstance(value, Sequence):
         body = "[" + ",".join(item.wire_json() for item in value) + "]"
-    elif isinstance(value, dict):
+    elif isinstance(value, Mapping):
         body = "{" + ",".join(f'"{k}":{v.wire_json()}' for k, v in value.items()) + "}"
     else:
         body = "true" if value else "false"
@@ -48,7 +49,7 @@ async def create_session(
 
 @router.get("/status", response_model=dict[str, SessionStatus], operation_id="session.status")
 async def session_status(request: Request) -> Response:
-    return wire(_runtime(request).status.active())  # type: ignore[arg-type]
+    return wire(_runtime(request).status.active())
 
 
 @router.get("/{sessionID}", response_model=Session, operation_id="session.get")

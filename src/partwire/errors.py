@@ -8,7 +8,9 @@
     │   ├── BadRequestError        malformed or empty input (400)
     │   └── SessionBusyError       the operation needs an idle session (409)
     ├── ToolError                  goes back to the model as a tool `error` state
-    │   └── ToolArgumentsError     the model's arguments did not validate
+    │   ├── ToolArgumentsError     the model's arguments did not validate
+    │   ├── PermissionDeniedError  a rule denies the action (the loop goes on)
+    │   └── RejectedError          the user said no (stops the loop unless they gave feedback)
     ├── ProviderError              a model call failed; carries retryability
     ├── AbortedError               the session was aborted while working
     ├── ConfigError                settings are invalid; says which and how to fix
@@ -68,6 +70,29 @@ class ToolArgumentsError(ToolError):
             "Rewrite the input so it satisfies the tool's schema."
         )
         self.tool = tool
+
+
+class PermissionDeniedError(ToolError):
+    def __init__(self, permission: str, pattern: str) -> None:
+        super().__init__(
+            f"The rules deny {permission} for {pattern}. Do not retry it; "
+            "choose another approach or ask the user to change the permission rules."
+        )
+        self.permission = permission
+        self.pattern = pattern
+
+
+class RejectedError(ToolError):
+    """The user rejected a permission ask or dismissed a question.
+
+    Without ``feedback`` the session loop stops after this step; with it, the
+    model sees the feedback and may go on.
+    """
+
+    def __init__(self, message: str, feedback: str | None = None) -> None:
+        text = f"{message} The user said: {feedback}" if feedback else message
+        super().__init__(text)
+        self.feedback = feedback
 
 
 class ProviderError(PartwireError):

@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
+from partwire.permission import Permissions
 from partwire.providers.registry import load_builtin_providers
+from partwire.question import Questions
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.session.loop import SessionLoop
 from partwire.session.sessions import Sessions
 from partwire.session.status import StatusTracker
+from partwire.session.toolhost import ToolHost
 from partwire.storage.sqlite import SqliteStore
 from partwire.tools.registry import load_builtin_tools
 
@@ -22,6 +25,8 @@ class Runtime:
     bus: Bus
     store: SqliteStore
     status: StatusTracker
+    permissions: Permissions
+    questions: Questions
     loop: SessionLoop
     sessions: Sessions
     disposed: bool = False
@@ -33,8 +38,11 @@ class Runtime:
         bus = Bus()
         store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
         status = StatusTracker(store)
-        loop = SessionLoop(store, status, settings)
-        return cls(settings, bus, store, status, loop, Sessions(store, loop, settings))
+        permissions, questions = Permissions(store), Questions(store)
+        host = ToolHost(store, permissions, questions, settings)
+        loop = SessionLoop(store, status, settings, host)
+        sessions = Sessions(store, loop, settings)
+        return cls(settings, bus, store, status, permissions, questions, loop, sessions)
 
     async def start(self) -> None:
         await self.store.open()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from partwire.errors import ToolArgumentsError, ToolError
-from partwire.tools import glob, list, read
+from partwire.errors import RejectedError, ToolArgumentsError, ToolError
+from partwire.tools import glob, read
+from partwire.tools import list as list_tool
 from partwire.tools.base import ToolContext
 
 
@@ -41,17 +44,46 @@ async def test_read_binary_and_directory_are_clear_errors(project: Path) -> None
         await read.TOOL.run({"filePath": "src"}, _ctx(project))
 
 
+class Recorder:
+    """An asker that records every ask and rejects leaving the project."""
+
+    def __init__(self) -> None:
+        self.asks: list[tuple[str, list[str]]] = []
+
+    async def __call__(
+        self,
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.asks.append((permission, list(patterns)))
+        if permission == "external_directory":
+            raise RejectedError("The user rejected permission to use this tool.")
+
+
 @pytest.mark.parametrize(
     "escape", ["../secret.txt", "src/../../secret.txt", "ABSOLUTE", "link.txt"]
 )
-async def test_paths_outside_the_project_are_refused(project: Path, escape: str) -> None:
+async def test_paths_outside_the_project_ask_external_directory(project: Path, escape: str) -> None:
     outside = project.parent / "secret.txt"
     os.symlink(outside, project / "link.txt")
     path = str(outside) if escape == "ABSOLUTE" else escape
-    with pytest.raises(ToolError, match="outside the project directory"):
-        await read.TOOL.run({"filePath": path}, _ctx(project))
-    with pytest.raises(ToolError, match="outside the project directory"):
-        await list.TOOL.run({"path": ".." if escape != "ABSOLUTE" else "/"}, _ctx(project))
+    ctx, recorder = _ctx(project), Recorder()
+    ctx.asker = recorder
+    with pytest.raises(RejectedError):
+        await read.TOOL.run({"filePath": path}, ctx)
+    assert recorder.asks == [("external_directory", [f"{project.parent}/*"])]
+    with pytest.raises(RejectedError):
+        await list_tool.TOOL.run({"path": ".." if escape != "ABSOLUTE" else "/"}, ctx)
+
+
+async def test_paths_inside_the_project_only_ask_the_tools_own_permission(project: Path) -> None:
+    ctx, recorder = _ctx(project), Recorder()
+    ctx.asker = recorder
+    await read.TOOL.run({"filePath": "src/../README.md"}, ctx)
+    assert recorder.asks == [("read", [str(project / "README.md")])]
 
 
 async def test_invalid_arguments_are_explained_for_the_model(project: Path) -> None:
@@ -64,10 +96,10 @@ async def test_invalid_arguments_are_explained_for_the_model(project: Path) -> N
 async def test_list_shows_a_tree_and_skips_ignored_dirs(project: Path) -> None:
     (project / ".git").mkdir()
     (project / ".git" / "HEAD").write_text("ref")
-    result = await list.TOOL.run({}, _ctx(project))
+    result = await list_tool.TOOL.run({}, _ctx(project))
     body = result.output.splitlines()[1:]
     assert body == ["  src/", "    app.py", "  README.md", "  notes.txt"]
-    ignored = await list.TOOL.run({"ignore": ["*.txt"]}, _ctx(project))
+    ignored = await list_tool.TOOL.run({"ignore": ["*.txt"]}, _ctx(project))
     assert "notes.txt" not in ignored.output
 
 

@@ -17,6 +17,7 @@ from pydantic import Field, create_model
 from partwire.schema.base import WireModel
 from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
+from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest, Todo
 from partwire.schema.session import Session, SessionStatus
 
 P = TypeVar("P", bound=WireModel)
@@ -166,6 +167,28 @@ class PartRef(WireModel):
     part_id: str = Field(alias="partID")
 
 
+class PermissionRepliedProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    request_id: str = Field(alias="requestID")
+    reply: PermissionReply
+
+
+class QuestionRepliedProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    request_id: str = Field(alias="requestID")
+    answers: list[list[str]]
+
+
+class QuestionRef(WireModel):
+    session_id: str = Field(alias="sessionID")
+    request_id: str = Field(alias="requestID")
+
+
+class TodoProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    todos: list[Todo]
+
+
 class InstanceDisposedProps(WireModel):
     directory: str
 
@@ -194,3 +217,9 @@ MessageRemoved = define("message.removed", MessageRef)
 MessagePartUpdated = define("message.part.updated", PartUpdatedProps)
 MessagePartDelta = define("message.part.delta", PartDeltaProps)
 MessagePartRemoved = define("message.part.removed", PartRef)
+PermissionAsked = define("permission.asked", PermissionRequest)
+PermissionReplied = define("permission.replied", PermissionRepliedProps)
+QuestionAsked = define("question.asked", QuestionRequest)
+QuestionReplied = define("question.replied", QuestionRepliedProps)
+QuestionRejected = define("question.rejected", QuestionRef)
+TodoUpdated = define("todo.updated", TodoProps)

@@ -11,7 +11,7 @@ from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse
-from partwire.server.routes import session
+from partwire.server.routes import agent, permission, session
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -37,6 +37,8 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     app.include_router(sse.router)
     app.include_router(session.router)
+    app.include_router(permission.router)
+    app.include_router(agent.router)
 
     @app.get("/", include_in_schema=False)
     async def index() -> dict[str, str]:

@@ -10,6 +10,7 @@ parts and the run ends, releasing every waiter.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass, field
 
@@ -29,12 +30,15 @@ from partwire.schema.message import (
     MessageWithParts,
     UserMessage,
 )
-from partwire.schema.part import ModelRef
+from partwire.schema.part import ModelRef, ToolPart
+from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
 from partwire.session.prompt import store_user_message
 from partwire.session.status import StatusTracker
+from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
+from partwire.tools.base import MetadataUpdate, ToolContext
 from partwire.tools.registry import get_tool, tool_specs
 
 log = logging.getLogger(__name__)
@@ -49,13 +53,17 @@ class _Run:
     step: asyncio.Task[AssistantMessage] | None = None
     waiters: list[asyncio.Future[AssistantWithParts]] = field(default_factory=list)
     aborted: bool = False
+    blocked: bool = False  # the user rejected a permission or question: stop after this step
 
 
 class SessionLoop:
-    def __init__(self, store: Store, status: StatusTracker, settings: Settings) -> None:
+    def __init__(
+        self, store: Store, status: StatusTracker, settings: Settings, host: ToolHost
+    ) -> None:
         self.store = store
         self.status = status
         self.settings = settings
+        self.host = host
         self._runs: dict[str, _Run] = {}
 
     def is_busy(self, session_id: str) -> bool:
@@ -72,6 +80,7 @@ class SessionLoop:
         session = await self.store.get_session(session_id)
         model = self._model_ref(body)
         resolve_model(model.provider_id, model.model_id, self.settings)  # fail before storing
+        get_agent(body.agent or DEFAULT_AGENT)
         await store_user_message(self.store, session, body, model)
         future: asyncio.Future[AssistantWithParts] = asyncio.get_running_loop().create_future()
         run = self._runs.get(session_id)
@@ -95,6 +104,9 @@ class SessionLoop:
         run.aborted = True
         if run.step is not None:
             run.step.cancel()
+        # Tell clients that the asks they are showing are gone.
+        await self.host.permissions.cancel_session(session_id)
+        await self.host.questions.cancel_session(session_id)
         if run.task is not None:
             await asyncio.wait({run.task})
         return True
@@ -134,7 +146,7 @@ class SessionLoop:
         for _ in range(MAX_STEPS):
             history = await self.store.list_messages(session_id)
             user = _last_user(history)
-            if user is None or run.aborted or _answered(history, user):
+            if user is None or run.aborted or run.blocked or _answered(history, user):
                 break
             last = await self._step(session_id, run, user, history)
             if last.error is not None:
@@ -167,14 +179,31 @@ class SessionLoop:
             agent=user.agent,
             path=MessagePath(cwd=root, root=root),
         )
-        processor = Processor(self.store, message, model, get_tool, self.settings.project_dir)
+        agent = get_agent(user.agent)
+
+        def make_context(call_id: str, update: MetadataUpdate, abort: asyncio.Event) -> ToolContext:
+            return self.host.context(
+                session_id=session_id,
+                message_id=message.id,
+                call_id=call_id,
+                agent=agent,
+                history=history,
+                abort=abort,
+                update_metadata=update,
+            )
+
+        processor = Processor(
+            self.store, message, model, get_tool, make_context, _recent_calls(history)
+        )
         await self.store.put_message(message, [message_event(message)])
         request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
         step = run.step = asyncio.create_task(processor.run(request))
         if run.aborted:  # abort() came while this step was being set up
             step.cancel()
         try:
-            return await step
+            finished = await step
+            run.blocked = run.blocked or processor.blocked
+            return finished
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if not step.cancelled() or (current is not None and current.cancelling()):
@@ -197,6 +226,19 @@ def _last_assistant(history: list[MessageWithParts]) -> AssistantMessage | None:
         if isinstance(entry.info, AssistantMessage):
             return entry.info
     return None
+
+
+def _recent_calls(history: list[MessageWithParts]) -> list[tuple[str, str]]:
+    """(tool, input) of the finished tool calls since the last user message, in order."""
+    calls: list[tuple[str, str]] = []
+    for entry in history:
+        if isinstance(entry.info, UserMessage):
+            calls.clear()
+            continue
+        for part in entry.parts:
+            if isinstance(part, ToolPart) and part.state.status in ("completed", "error"):
+                calls.append((part.tool, json.dumps(part.state.input, sort_keys=True)))
+    return calls
 
 
 def _answered(history: list[MessageWithParts], user: UserMessage) -> bool:

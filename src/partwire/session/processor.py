@@ -13,11 +13,10 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from partwire import ids
-from partwire.errors import AbortedError, ProviderError, ToolError
+from partwire.errors import AbortedError, ProviderError, RejectedError, ToolError
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest
 from partwire.schema.base import Tokens
@@ -33,6 +32,7 @@ from partwire.schema.message import AssistantMessage, aborted_error, unknown_err
 from partwire.schema.part import (
     APIError,
     APIErrorData,
+    FilePart,
     Part,
     ReasoningPart,
     StepFinishPart,
@@ -52,12 +52,14 @@ from partwire.schema.tool_state import (
     check_transition,
 )
 from partwire.storage.base import Store
-from partwire.tools.base import Tool, ToolContext
+from partwire.tools.base import MetadataUpdate, Tool, ToolContext, ToolResult
 
 FLUSH_MIN_CHARS = 16_384
 ABORTED_TOOL = "Tool execution aborted"
 
 ToolLookup = Callable[[str], Tool[Any] | None]
+ContextFactory = Callable[[str, MetadataUpdate, asyncio.Event], ToolContext]
+DOOM_LOOP_THRESHOLD = 3
 
 
 def now_ms() -> int:
@@ -88,13 +90,16 @@ class Processor:
         message: AssistantMessage,
         model: LanguageModel,
         tools: ToolLookup,
-        project_dir: Path,
+        make_context: ContextFactory,
+        recent_calls: list[tuple[str, str]] | None = None,
     ) -> None:
         self.store = store
         self.message = message
         self.model = model
         self.tools = tools
-        self.project_dir = project_dir
+        self.make_context = make_context
+        self.recent_calls = list(recent_calls or [])
+        self.blocked = False
         self.streaming: dict[str, _Streaming] = {}
         self.tool_parts: dict[str, ToolPart] = {}
         self.tool_tasks: dict[str, asyncio.Task[None]] = {}
@@ -274,12 +279,19 @@ class Processor:
 
     async def _execute(self, call_id: str, name: str, args: dict[str, Any], started: int) -> None:
         tool = self.tools(name)
+        ctx = self._tool_context(call_id)
         try:
             if tool is None:
                 raise ToolError(f"There is no tool named {name}; use one of the tools offered.")
-            result = await tool.run(args, self._tool_context(call_id))
-        except (ToolError, AbortedError) as exc:
+            await self._check_doom_loop(ctx, name, args)
+            result = await tool.run(args, ctx)
+        except RejectedError as exc:
+            self.blocked = self.blocked or exc.feedback is None
             state: ToolState = ToolStateError(
+                input=args, error=exc.message, time=FinishedTime(start=started, end=now_ms())
+            )
+        except (ToolError, AbortedError) as exc:
+            state = ToolStateError(
                 input=args, error=exc.message, time=FinishedTime(start=started, end=now_ms())
             )
         except OSError as exc:
@@ -295,8 +307,25 @@ class Processor:
                 title=result.title,
                 metadata=result.metadata,
                 time=FinishedTime(start=started, end=now_ms()),
+                attachments=self._attachments(result) or None,
             )
         await self._set_tool_state(call_id, state)
+
+    async def _check_doom_loop(self, ctx: ToolContext, name: str, args: dict[str, Any]) -> None:
+        """The same call for the third time in a row needs the user's go-ahead."""
+        call = (name, json.dumps(args, sort_keys=True))
+        repeated = self.recent_calls[-(DOOM_LOOP_THRESHOLD - 1) :]
+        self.recent_calls.append(call)
+        if len(repeated) == DOOM_LOOP_THRESHOLD - 1 and all(c == call for c in repeated):
+            await ctx.ask(
+                "doom_loop", [name], always=[name], metadata={"tool": name, "input": args}
+            )
+
+    def _attachments(self, result: ToolResult) -> list[dict[str, Any]]:
+        return [
+            FilePart(**self._base(), mime=item.mime, url=item.url, filename=item.filename).wire()
+            for item in result.attachments
+        ]
 
     def _tool_context(self, call_id: str) -> ToolContext:
         async def update(title: str | None, metadata: dict[str, Any]) -> None:
@@ -307,15 +336,7 @@ class Processor:
                 )
                 await self._set_tool_state(call_id, state)
 
-        return ToolContext(
-            session_id=self.message.session_id,
-            message_id=self.message.id,
-            call_id=call_id,
-            agent=self.message.agent,
-            project_dir=self.project_dir,
-            abort=self.abort,
-            update_metadata=update,
-        )
+        return self.make_context(call_id, update, self.abort)
 
     async def _wait_tools(self) -> None:
         if self.tool_tasks:

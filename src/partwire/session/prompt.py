@@ -24,9 +24,9 @@ from partwire.schema.input import (
 from partwire.schema.message import UserMessage, UserTime
 from partwire.schema.part import AgentPart, FilePart, ModelRef, Part, SubtaskPart, TextPart
 from partwire.schema.session import Session
+from partwire.session.agents import DEFAULT_AGENT
 from partwire.storage.base import Store
 
-DEFAULT_AGENT = "build"
 TITLE_LENGTH = 60
 UNTITLED_PREFIX = "New session - "
 

@@ -11,6 +11,7 @@ from typing import Protocol
 from partwire.schema.event import Draft, Event, PartDeltaProps
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
+from partwire.schema.permission import Todo
 from partwire.schema.session import Session
 
 
@@ -37,6 +38,9 @@ class Store(Protocol):
         """Queue a streaming delta. Returns at once unless the writer is far behind
         (backpressure); its event is published when the batch holding it commits."""
         ...
+
+    async def put_todos(self, session_id: str, todos: list[Todo], events: list[Draft]) -> None: ...
+    async def get_todos(self, session_id: str) -> list[Todo]: ...
 
     async def publish(self, events: list[Draft]) -> None:
         """Log and publish events that change no row (status, idle)."""

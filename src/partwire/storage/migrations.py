@@ -46,8 +46,13 @@ def _001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def _002_todo(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", _001_initial),
+    (2, "todo", _002_todo),
 ]
 
 

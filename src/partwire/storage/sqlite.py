@@ -9,12 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter
+
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import NotFoundError
 from partwire.schema.event import Draft, Event, PartDeltaProps, parse_event
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
+from partwire.schema.permission import Todo
 from partwire.schema.session import Session
 from partwire.storage.base import EventLogGap
 from partwire.storage.migrations import migrate
@@ -26,11 +29,13 @@ from partwire.storage.writer import (
     PartPut,
     SessionDelete,
     SessionPut,
+    TodoPut,
     Write,
     Writer,
 )
 
 T = TypeVar("T")
+_todo_list: TypeAdapter[list[Todo]] = TypeAdapter(list[Todo])
 
 # Above this many queued writes, append_delta waits for its own commit (backpressure).
 # It bounds delta latency (queueing behind the writer) at about 256 / throughput;
@@ -123,6 +128,18 @@ class SqliteStore:
 
     async def put_part(self, part: Part, events: list[Draft], *, streaming: bool = False) -> None:
         await self._submit(PartPut(events=events, part=part, streaming=streaming))
+
+    async def put_todos(self, session_id: str, todos: list[Todo], events: list[Draft]) -> None:
+        body = "[" + ",".join(todo.wire_json() for todo in todos) + "]"
+        await self._submit(TodoPut(events=events, session_id=session_id, todos_json=body))
+
+    async def get_todos(self, session_id: str) -> list[Todo]:
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT data FROM todo WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        )
+        return [] if row is None else _todo_list.validate_json(row[0])
 
     async def append_delta(self, delta: PartDeltaProps) -> None:
         future = self._submit(DeltaAppend(delta=delta))

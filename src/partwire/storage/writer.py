@@ -79,6 +79,7 @@ class SessionDelete(Write):
     session_id: str = ""
 
     def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute("DELETE FROM todo WHERE session_id = ?", (self.session_id,))
         for table in ("part", "message"):
             ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
         ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))
@@ -114,6 +115,18 @@ class PartPut(Write):
                 self.part.wire_json(),
                 delta_from,
             ),
+        )
+
+
+@dataclass
+class TodoPut(Write):
+    session_id: str = ""
+    todos_json: str = "[]"
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute(
+            "INSERT OR REPLACE INTO todo (session_id, data) VALUES (?, ?)",
+            (self.session_id, self.todos_json),
         )
 
 

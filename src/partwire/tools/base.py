@@ -3,23 +3,82 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from partwire.errors import ToolArgumentsError
+from partwire.errors import ToolArgumentsError, ToolError
 from partwire.providers.stream import ToolSpec
+from partwire.schema.message import MessageWithParts
+from partwire.schema.permission import QuestionInfo, Todo
+from partwire.tools.truncate import truncate
 
 A = TypeVar("A", bound=BaseModel)
 
 MetadataUpdate = Callable[[str | None, dict[str, Any]], Awaitable[None]]
 
 
+class Asker(Protocol):
+    async def __call__(
+        self,
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None: ...
+
+
+class Subtasks(Protocol):
+    async def __call__(self, *, agent: str, description: str, prompt: str) -> tuple[str, str]:
+        """Run a sub-agent in a child session; returns (child session id, its final text)."""
+        ...
+
+
 async def _no_metadata(title: str | None, metadata: dict[str, Any]) -> None:
     return None
+
+
+async def allow_all(
+    permission: str,
+    patterns: Sequence[str],
+    *,
+    always: Sequence[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    """The ask used outside a session (direct tool calls in tests): everything is allowed."""
+    return None
+
+
+async def _no_questions(questions: list[QuestionInfo]) -> list[list[str]]:
+    raise ToolError("Questions cannot be asked here: there is no user attached.")
+
+
+async def _no_subtasks(*, agent: str, description: str, prompt: str) -> tuple[str, str]:
+    raise ToolError("Sub-agents cannot run here.")
+
+
+@dataclass
+class TodoAccess:
+    """The session's todo list, read and written through the session layer."""
+
+    get: Callable[[], Awaitable[list[Todo]]]
+    set: Callable[[list[Todo]], Awaitable[None]]
+
+
+def _memory_todos() -> TodoAccess:
+    items: list[Todo] = []
+
+    async def get() -> list[Todo]:
+        return list(items)
+
+    async def put(todos: list[Todo]) -> None:
+        items[:] = todos
+
+    return TodoAccess(get, put)
 
 
 @dataclass
@@ -32,11 +91,35 @@ class ToolContext:
     agent: str
     project_dir: Path
     abort: asyncio.Event = field(default_factory=asyncio.Event)
+    messages: list[MessageWithParts] = field(default_factory=list)
+    output_dir: Path | None = None
     update_metadata: MetadataUpdate = _no_metadata
+    asker: Asker = allow_all
+    questions: Callable[[list[QuestionInfo]], Awaitable[list[list[str]]]] = _no_questions
+    todos: TodoAccess = field(default_factory=_memory_todos)
+    subtasks: Subtasks = _no_subtasks
 
     async def metadata(self, *, title: str | None = None, **values: Any) -> None:
         """Update the running tool part live (published as message.part.updated)."""
         await self.update_metadata(title, values)
+
+    async def ask(
+        self,
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Return once allowed; raise PermissionDeniedError or RejectedError otherwise."""
+        await self.asker(permission, patterns, always=always, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    mime: str
+    url: str
+    filename: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +127,7 @@ class ToolResult:
     title: str
     output: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,4 +152,4 @@ class Tool(Generic[A]):
             raise ToolArgumentsError(self.id, problems) from None
 
     async def run(self, raw: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return await self.execute(self.parse(raw), ctx)
+        return truncate(await self.execute(self.parse(raw), ctx), ctx)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
-from partwire.tools.paths import is_ignored, relative, resolve_in_project
+from partwire.tools.paths import is_ignored, relative, resolve_path
 
 LIMIT = 100
 
@@ -27,7 +27,8 @@ def _match(root: Path, pattern: str) -> list[Path]:
 
 
 async def execute(args: GlobParams, ctx: ToolContext) -> ToolResult:
-    root = resolve_in_project(ctx.project_dir, args.path or ".")
+    root = await resolve_path(ctx, args.path or ".", directory=True)
+    await ctx.ask("glob", [args.pattern], metadata={"path": str(root)})
     if not root.is_dir():
         raise ToolError(f"{args.path} is not a directory in the project.")
     matches = await asyncio.to_thread(_match, root, args.pattern)

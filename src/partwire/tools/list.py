@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
-from partwire.tools.paths import IGNORED_DIRS, relative, resolve_in_project
+from partwire.tools.paths import IGNORED_DIRS, relative, resolve_path
 
 LIMIT = 200
 
@@ -41,7 +41,8 @@ def _walk(root: Path, ignore: list[str]) -> tuple[list[str], bool]:
 
 
 async def execute(args: ListParams, ctx: ToolContext) -> ToolResult:
-    root = resolve_in_project(ctx.project_dir, args.path)
+    root = await resolve_path(ctx, args.path, directory=True)
+    await ctx.ask("list", [str(root)])
     if not root.is_dir():
         raise ToolError(f"{args.path} is not a directory in the project.")
     lines, truncated = await asyncio.to_thread(_walk, root, args.ignore)

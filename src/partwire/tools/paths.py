@@ -1,41 +1,38 @@
-"""Resolving the paths a tool is given against the project directory."""
+"""Resolving the paths a tool is given against the project directory.
+
+A path that leads out of the project (``..``, an absolute path elsewhere, or a
+symlink pointing outside) is not refused outright: it is a permission ask of
+its own, ``external_directory``, on the directory it lands in.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from partwire.errors import ToolError
+if TYPE_CHECKING:
+    from partwire.tools.base import ToolContext
 
 IGNORED_DIRS = frozenset(
-    {
-        ".git",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        "dist",
-        "build",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".idea",
-        ".vscode",
-    }
-)
+    {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".mypy_cache",
+     ".ruff_cache", ".pytest_cache", ".idea", ".vscode"}
+)  # fmt: skip
 
 
-def resolve_in_project(project_dir: Path, path: str) -> Path:
-    """The real path of ``path`` (relative to the project, or absolute) inside the project.
+def inside(project_dir: Path, path: Path) -> bool:
+    return path.is_relative_to(project_dir.resolve())
 
-    Symlinks are followed before the check, so a link pointing out of the project
-    is refused like ``..`` or an absolute path elsewhere.
-    """
-    root = project_dir.resolve()
-    target = (root / path).resolve()
-    if not target.is_relative_to(root):
-        raise ToolError(
-            f"{path} is outside the project directory {root}. "
-            "Only paths inside the project can be used; pass a path relative to the project."
+
+async def resolve_path(ctx: ToolContext, path: str, *, directory: bool = False) -> Path:
+    """The real path of ``path`` (symlinks followed); asks before leaving the project."""
+    target = (ctx.project_dir.resolve() / path).resolve()
+    if not inside(ctx.project_dir, target):
+        folder = target if directory else target.parent
+        await ctx.ask(
+            "external_directory",
+            [f"{folder}/*"],
+            always=[f"{folder}/*"],
+            metadata={"filepath": str(target), "parentDir": str(folder)},
         )
     return target
 

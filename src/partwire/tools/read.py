@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
-from partwire.tools.paths import relative, resolve_in_project
+from partwire.tools.paths import relative, resolve_path
 
 DEFAULT_LIMIT = 2000
 MAX_LINE = 2000
@@ -51,7 +51,8 @@ def _read(path: Path, given: str, offset: int, limit: int) -> tuple[str, int]:
 
 
 async def execute(args: ReadParams, ctx: ToolContext) -> ToolResult:
-    path = resolve_in_project(ctx.project_dir, args.filePath)
+    path = await resolve_path(ctx, args.filePath)
+    await ctx.ask("read", [str(path)], metadata={"filepath": str(path)})
     offset, limit = args.offset or 0, args.limit or DEFAULT_LIMIT
     output, total = await asyncio.to_thread(_read, path, args.filePath, offset, limit)
     return ToolResult(

@@ -27,7 +27,7 @@ def tool_specs() -> tuple[ToolSpec, ...]:
 
 
 def load_builtin_tools() -> None:
-    from partwire.tools import glob, list, read
+    from partwire.tools import glob, list, question, read, todo
 
-    for module in (read, list, glob):
-        register_tool(module.TOOL)
+    for tool in (read.TOOL, list.TOOL, glob.TOOL, todo.WRITE, todo.READ, question.TOOL):
+        register_tool(tool)

@@ -12,6 +12,7 @@ from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
 from partwire.schema.input import PromptInput, SessionCreateInput
 from partwire.schema.message import AssistantWithParts, MessageWithParts
+from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus
 
 router = APIRouter(prefix="/session", tags=["session"])
@@ -104,6 +105,13 @@ async def get_message(request: Request, sessionID: str, messageID: str) -> Respo
     runtime = _runtime(request)
     await runtime.sessions.get(sessionID)
     return wire(await runtime.store.get_message(sessionID, messageID))
+
+
+@router.get("/{sessionID}/todo", response_model=list[Todo], operation_id="session.todo")
+async def todos(request: Request, sessionID: str) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    return wire(await runtime.store.get_todos(sessionID))
 
 
 @router.post("/{sessionID}/abort", response_model=bool, operation_id="session.abort")

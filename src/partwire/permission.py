@@ -1,0 +1,164 @@
+"""Permissions: rulesets of (permission, pattern) → allow | ask | deny, and the asks.
+
+A tool calls ``ask`` with the permission it needs (``bash``, ``edit``,
+``external_directory``, …) and the subjects it touches (a command, a path, a
+URL). Each subject is checked against the agent's rules followed by the
+session's; the *last* matching rule wins, and no match means ask. A deny
+raises at once; an ask publishes ``permission.asked`` and blocks only that tool
+until ``reply``: once, always (adds allow rules to the session, durable) or
+reject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from partwire import ids
+from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
+from partwire.schema.event import (
+    PermissionAsked,
+    PermissionReplied,
+    PermissionRepliedProps,
+    SessionInfo,
+    SessionUpdated,
+)
+from partwire.schema.permission import PermissionReply, PermissionRequest, ToolRef
+from partwire.schema.session import PermissionRule
+from partwire.storage.base import Store
+
+Action = Literal["allow", "ask", "deny"]
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str]:
+    body = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.compile(body, re.DOTALL)
+
+
+def wildcard(pattern: str, text: str) -> bool:
+    """``*`` matches any run of characters (``/`` included), ``?`` one character."""
+    return _compile(pattern).fullmatch(text) is not None
+
+
+def evaluate(permission: str, subject: str, rules: Sequence[PermissionRule]) -> Action:
+    for rule in reversed(rules):
+        if wildcard(rule.permission, permission) and wildcard(rule.pattern, subject):
+            return rule.action
+    return "ask"
+
+
+@dataclass
+class _Pending:
+    request: PermissionRequest
+    rules: list[PermissionRule]
+    future: asyncio.Future[tuple[PermissionReply, str | None]]
+
+
+class Permissions:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: dict[str, _Pending] = {}
+
+    def pending(self) -> list[PermissionRequest]:
+        return [p.request for p in self._pending.values()]
+
+    async def _rules(
+        self, session_id: str, agent_rules: Sequence[PermissionRule]
+    ) -> list[PermissionRule]:
+        session = await self.store.get_session(session_id)
+        return [*agent_rules, *(session.permission or [])]
+
+    async def ask(
+        self,
+        *,
+        session_id: str,
+        permission: str,
+        patterns: Sequence[str],
+        agent_rules: Sequence[PermissionRule],
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        tool: ToolRef | None = None,
+    ) -> None:
+        """Return when every pattern is allowed; raise when one is denied or rejected."""
+        rules = await self._rules(session_id, agent_rules)
+        actions = [evaluate(permission, pattern, rules) for pattern in patterns]
+        for pattern, action in zip(patterns, actions, strict=True):
+            if action == "deny":
+                raise PermissionDeniedError(permission, pattern)
+        if all(action == "allow" for action in actions):
+            return
+        request = PermissionRequest(
+            id=ids.ascending("per"),
+            session_id=session_id,
+            permission=permission,
+            patterns=list(patterns),
+            metadata=metadata or {},
+            always=list(always if always is not None else patterns),
+            tool=tool,
+        )
+        future: asyncio.Future[tuple[PermissionReply, str | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._pending[request.id] = _Pending(request, list(agent_rules), future)
+        try:
+            await self.store.publish([PermissionAsked(request)])
+            reply, message = await future
+        finally:
+            self._pending.pop(request.id, None)
+        if reply == "reject":
+            raise RejectedError("The user rejected permission to use this tool.", message)
+
+    async def reply(
+        self, request_id: str, reply: PermissionReply, message: str | None = None
+    ) -> None:
+        pending = self._pending.get(request_id)
+        if pending is None:
+            raise NotFoundError("Permission request", request_id)
+        request = pending.request
+        await self._settle(pending, reply, message)
+        if reply == "always":
+            await self._remember(request)
+            await self._release_now_allowed(request.session_id)
+        if reply == "reject":
+            # opencode rejects the session's other pending asks too: the user said stop
+            for other in [
+                p for p in self._pending.values() if p.request.session_id == request.session_id
+            ]:
+                await self._settle(other, "reject", None)
+
+    async def _settle(self, pending: _Pending, reply: PermissionReply, message: str | None) -> None:
+        self._pending.pop(pending.request.id, None)
+        props = PermissionRepliedProps(
+            session_id=pending.request.session_id, request_id=pending.request.id, reply=reply
+        )
+        await self.store.publish([PermissionReplied(props)])
+        if not pending.future.done():
+            pending.future.set_result((reply, message))
+
+    async def _remember(self, request: PermissionRequest) -> None:
+        session = await self.store.get_session(request.session_id)
+        added = [
+            PermissionRule(permission=request.permission, pattern=pattern, action="allow")
+            for pattern in request.always
+        ]
+        updated = session.model_copy(update={"permission": [*(session.permission or []), *added]})
+        await self.store.put_session(
+            updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+        )
+
+    async def _release_now_allowed(self, session_id: str) -> None:
+        for pending in [p for p in self._pending.values() if p.request.session_id == session_id]:
+            rules = await self._rules(session_id, pending.rules)
+            request = pending.request
+            if all(evaluate(request.permission, p, rules) == "allow" for p in request.patterns):
+                await self._settle(pending, "always", None)
+
+    async def cancel_session(self, session_id: str) -> None:
+        """Reject whatever the session is still asking (it was aborted or deleted)."""
+        for pending in [p for p in self._pending.values() if p.request.session_id == session_id]:
+            await self._settle(pending, "reject", None)

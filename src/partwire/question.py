@@ -1,0 +1,88 @@
+"""Questions the model asks the user (the ``question`` tool), answered over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from partwire import ids
+from partwire.errors import BadRequestError, NotFoundError, RejectedError
+from partwire.schema.event import (
+    QuestionAsked,
+    QuestionRef,
+    QuestionRejected,
+    QuestionReplied,
+    QuestionRepliedProps,
+)
+from partwire.schema.permission import QuestionInfo, QuestionRequest, ToolRef
+from partwire.storage.base import Store
+
+Answers = list[list[str]]
+
+
+@dataclass
+class _Pending:
+    request: QuestionRequest
+    future: asyncio.Future[Answers | None]
+
+
+class Questions:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: dict[str, _Pending] = {}
+
+    def pending(self) -> list[QuestionRequest]:
+        return [p.request for p in self._pending.values()]
+
+    async def ask(
+        self, session_id: str, questions: list[QuestionInfo], tool: ToolRef | None = None
+    ) -> Answers:
+        """Publish the questions and wait; raises RejectedError if the user dismisses them."""
+        request = QuestionRequest(
+            id=ids.ascending("que"), session_id=session_id, questions=questions, tool=tool
+        )
+        future: asyncio.Future[Answers | None] = asyncio.get_running_loop().create_future()
+        self._pending[request.id] = _Pending(request, future)
+        try:
+            await self.store.publish([QuestionAsked(request)])
+            answers = await future
+        finally:
+            self._pending.pop(request.id, None)
+        if answers is None:
+            raise RejectedError("The user dismissed the question.")
+        return answers
+
+    def _take(self, request_id: str) -> _Pending:
+        pending = self._pending.get(request_id)
+        if pending is None:
+            raise NotFoundError("Question request", request_id)
+        return pending
+
+    async def reply(self, request_id: str, answers: Answers) -> None:
+        pending = self._take(request_id)
+        expected = len(pending.request.questions)
+        if len(answers) != expected:
+            raise BadRequestError(
+                f"Expected {expected} answer(s), one list of labels per question; "
+                f"got {len(answers)}",
+                field="answers",
+            )
+        self._pending.pop(request_id, None)
+        props = QuestionRepliedProps(
+            session_id=pending.request.session_id, request_id=request_id, answers=answers
+        )
+        await self.store.publish([QuestionReplied(props)])
+        if not pending.future.done():
+            pending.future.set_result(answers)
+
+    async def reject(self, request_id: str) -> None:
+        pending = self._take(request_id)
+        self._pending.pop(request_id, None)
+        ref = QuestionRef(session_id=pending.request.session_id, request_id=request_id)
+        await self.store.publish([QuestionRejected(ref)])
+        if not pending.future.done():
+            pending.future.set_result(None)
+
+    async def cancel_session(self, session_id: str) -> None:
+        for pending in [p for p in self._pending.values() if p.request.session_id == session_id]:
+            await self.reject(pending.request.id)

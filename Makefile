@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test lint typecheck pytest bench wheel clean
+.PHONY: help serve test system lint typecheck pytest bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,17 @@ $(STAMP): pyproject.toml
 serve: $(STAMP) ## Start partwire serve on 127.0.0.1:4096 (installs first)
 	$(BIN)/partwire serve
 
-test: $(STAMP) lint typecheck pytest ## Format check, lint, mypy --strict, pytest
+test: $(STAMP) system lint typecheck pytest ## System packages, format check, lint, mypy --strict, pytest
+
+system: ## Install the system packages tests use (ripgrep, git) when apt-get is available as root
+	@missing=""; for tool in rg:ripgrep git:git; do \
+	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1) \
+	    || echo "could not install$$missing; the tests that need them are skipped"; \
+	else echo "not installed:$$missing (needs root and apt-get); the tests that need them are skipped"; fi
 
 lint: $(STAMP) ## ruff format --check and ruff check
 	$(BIN)/ruff format --check src tests bench

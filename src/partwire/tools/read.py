@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import difflib
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
-from partwire.tools.base import Tool, ToolContext, ToolResult
+from partwire.tools.base import Attachment, Tool, ToolContext, ToolResult
 from partwire.tools.paths import relative, resolve_path
 
 DEFAULT_LIMIT = 2000
+MAX_ATTACHMENT = 5 * 1024 * 1024
+ATTACHABLE = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".pdf": "application/pdf",
+}
 MAX_LINE = 2000
 
 
@@ -50,9 +60,32 @@ def _read(path: Path, given: str, offset: int, limit: int) -> tuple[str, int]:
     return "<file>\n" + "\n".join(numbered) + tail + "\n</file>", len(lines)
 
 
+def _attachment(path: Path, mime: str) -> ToolResult:
+    data = path.read_bytes()
+    if len(data) > MAX_ATTACHMENT:
+        raise ToolError(f"{path.name} is {len(data)} bytes; files over 5 MB are not attached.")
+    url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    kind = "PDF" if mime == "application/pdf" else "Image"
+    return ToolResult(
+        title=path.name,
+        output=f"{kind} read successfully ({len(data)} bytes, {mime}); it is attached.",
+        metadata={"mime": mime, "bytes": len(data)},
+        attachments=(Attachment(mime=mime, url=url, filename=path.name),),
+    )
+
+
 async def execute(args: ReadParams, ctx: ToolContext) -> ToolResult:
     path = await resolve_path(ctx, args.filePath)
     await ctx.ask("read", [str(path)], metadata={"filepath": str(path)})
+    mime = ATTACHABLE.get(path.suffix.lower())
+    if mime is not None and path.is_file():
+        result = await asyncio.to_thread(_attachment, path, mime)
+        return ToolResult(
+            title=relative(ctx.project_dir, path),
+            output=result.output,
+            metadata=result.metadata,
+            attachments=result.attachments,
+        )
     offset, limit = args.offset or 0, args.limit or DEFAULT_LIMIT
     output, total = await asyncio.to_thread(_read, path, args.filePath, offset, limit)
     return ToolResult(

@@ -27,7 +27,22 @@ def tool_specs() -> tuple[ToolSpec, ...]:
 
 
 def load_builtin_tools() -> None:
-    from partwire.tools import glob, list, question, read, todo
+    from partwire.tools import (
+        apply_patch,
+        bash,
+        edit,
+        glob,
+        grep,
+        list,
+        question,
+        read,
+        todo,
+        webfetch,
+        write,
+    )
 
-    for tool in (read.TOOL, list.TOOL, glob.TOOL, todo.WRITE, todo.READ, question.TOOL):
+    for tool in (
+        read.TOOL, list.TOOL, glob.TOOL, grep.TOOL, webfetch.TOOL, bash.TOOL, edit.TOOL,
+        write.TOOL, apply_patch.TOOL, todo.WRITE, todo.READ, question.TOOL,
+    ):  # fmt: skip
         register_tool(tool)

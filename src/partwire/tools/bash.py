@@ -1,0 +1,119 @@
+"""bash: run a command in the project directory, streaming its output into the part.
+
+The command runs in its own process group, so a timeout or an abort kills it
+and every child it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+
+from pydantic import BaseModel, Field
+
+from partwire.tools.base import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+METADATA_EVERY_S = 0.1
+METADATA_TAIL = 30_000
+KILL_GRACE_S = 0.2
+
+
+class BashParams(BaseModel):
+    command: str = Field(min_length=1, description="The command to run")
+    timeout: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TIMEOUT_MS,
+        description="Timeout in milliseconds (default 120000)",
+    )
+    description: str = Field(description="What the command does, in 5-10 words")
+
+
+def _kill_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever is left."""
+    _kill_group(process, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), KILL_GRACE_S)
+    _kill_group(process, signal.SIGKILL)
+    await process.wait()
+
+
+async def _pump(
+    process: asyncio.subprocess.Process, ctx: ToolContext, description: str, chunks: list[str]
+) -> None:
+    assert process.stdout is not None
+    last_update = 0.0
+    while data := await process.stdout.read(4096):
+        chunks.append(data.decode(errors="replace"))
+        now = time.monotonic()
+        if now - last_update >= METADATA_EVERY_S:
+            last_update = now
+            tail = "".join(chunks)[-METADATA_TAIL:]
+            await ctx.metadata(output=tail, description=description)
+    await process.wait()
+
+
+async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
+    first_word = args.command.split()[0]
+    await ctx.ask(
+        "bash",
+        [args.command],
+        always=[f"{first_word} *"],
+        metadata={"description": args.description},
+    )
+    process = await asyncio.create_subprocess_exec(
+        "/bin/bash", "-c", args.command,
+        cwd=ctx.project_dir,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    chunks: list[str] = []
+    timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
+    timed_out = False
+    try:
+        await asyncio.wait_for(_pump(process, ctx, args.description, chunks), timeout_ms / 1000)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if process.returncode is None:
+            await _stop(process)
+    output = "".join(chunks)
+    notes = []
+    if timed_out:
+        notes.append(f"The command timed out after {timeout_ms} ms and was killed.")
+    if process.returncode not in (0, None) and not timed_out:
+        notes.append(f"Exit code {process.returncode}.")
+    body = output + ("\n\n" + " ".join(notes) if notes else "")
+    return ToolResult(
+        title=args.description or args.command,
+        output=body or "(no output)",
+        metadata={
+            "output": output[-METADATA_TAIL:],
+            "exit": process.returncode,
+            "description": args.description,
+            "timedOut": timed_out,
+        },
+    )
+
+
+TOOL = Tool(
+    id="bash",
+    description=(
+        "Run a bash command in the project directory. Output (stdout and stderr) streams "
+        "as it runs; the default timeout is 2 minutes (timeout in ms, at most 10 minutes)."
+    ),
+    parameters=BashParams,
+    execute=execute,
+)

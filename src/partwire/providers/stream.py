@@ -117,6 +117,7 @@ class StreamError:
     message: str
     retryable: bool = False
     status_code: int | None = None
+    retry_after_s: float | None = None
     type: Literal["error"] = "error"
 
 

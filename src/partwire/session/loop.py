@@ -31,6 +31,7 @@ from partwire.schema.message import (
     UserMessage,
 )
 from partwire.schema.part import ModelRef, ToolPart
+from partwire.schema.session import SessionStatus
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
@@ -192,8 +193,11 @@ class SessionLoop:
                 update_metadata=update,
             )
 
+        async def set_status(status: SessionStatus) -> None:
+            await self.status.set(session_id, status)
+
         processor = Processor(
-            self.store, message, model, get_tool, make_context, _recent_calls(history)
+            self.store, message, model, get_tool, make_context, _recent_calls(history), set_status
         )
         await self.store.put_message(message, [message_event(message)])
         request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())

@@ -32,15 +32,18 @@ from partwire.schema.message import AssistantMessage, aborted_error, unknown_err
 from partwire.schema.part import (
     APIError,
     APIErrorData,
+    CreatedTime,
     FilePart,
     Part,
     ReasoningPart,
+    RetryPart,
     StepFinishPart,
     StepStartPart,
     StreamTime,
     TextPart,
     ToolPart,
 )
+from partwire.schema.session import SessionStatus, StatusBusy, StatusRetry
 from partwire.schema.tool_state import (
     FinishedTime,
     RunningTime,
@@ -58,6 +61,10 @@ FLUSH_MIN_CHARS = 16_384
 ABORTED_TOOL = "Tool execution aborted"
 
 ToolLookup = Callable[[str], Tool[Any] | None]
+StatusUpdate = Callable[[SessionStatus], Awaitable[None]]
+MAX_RETRIES = 5
+RETRY_BASE_S = 2.0
+RETRY_MAX_S = 30.0
 ContextFactory = Callable[[str, MetadataUpdate, asyncio.Event], ToolContext]
 DOOM_LOOP_THRESHOLD = 3
 
@@ -92,7 +99,9 @@ class Processor:
         tools: ToolLookup,
         make_context: ContextFactory,
         recent_calls: list[tuple[str, str]] | None = None,
+        set_status: StatusUpdate | None = None,
     ) -> None:
+        self.set_status = set_status
         self.store = store
         self.message = message
         self.model = model
@@ -123,13 +132,9 @@ class Processor:
     # ---- the run -------------------------------------------------------------------------
 
     async def run(self, request: ModelRequest) -> AssistantMessage:
-        """Consume the stream; on cancellation, close every open part and end as aborted."""
+        """Consume the stream, retrying retryable failures; on cancellation, end as aborted."""
         try:
-            async for event in self.model.stream(request):
-                handler = self._handlers.get(event.type)
-                if handler is not None:
-                    await handler(event)
-            await self._wait_tools()
+            await self._attempts(request)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -144,6 +149,45 @@ class Processor:
                 update={"error": unknown_error(f"{type(exc).__name__}: {exc}")}
             )
         return await self._complete()
+
+    async def _attempts(self, request: ModelRequest) -> None:
+        attempt = 0
+        while True:
+            try:
+                async for event in self.model.stream(request):
+                    handler = self._handlers.get(event.type)
+                    if handler is not None:
+                        await handler(event)
+                await self._wait_tools()
+                return
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= MAX_RETRIES:
+                    raise
+                attempt += 1
+                await self._retry(attempt, exc)
+
+    async def _retry(self, attempt: int, exc: ProviderError) -> None:
+        """Show the failure (a retry part, status retry), wait, then go back to busy."""
+        await self._close_open("retry")
+        delay = retry_delay(attempt, exc.retry_after_s)
+        now = now_ms()
+        await self._save(
+            RetryPart(
+                **self._base(),
+                attempt=attempt,
+                error=_api_error(exc),
+                time=CreatedTime(created=now),
+            )
+        )
+        if self.set_status is not None:
+            await self.set_status(
+                StatusRetry(attempt=attempt, message=exc.message, next=now + int(delay * 1000))
+            )
+        await asyncio.sleep(delay)
+        if self.set_status is not None:
+            await self.set_status(StatusBusy())
+        self.abort.clear()
+        self.tool_tasks.clear()
 
     async def finish_aborted(self) -> AssistantMessage:
         await self._close_open("aborted")
@@ -367,7 +411,12 @@ class Processor:
         self.message = self.message.model_copy(update={"finish": event.finish_reason})
 
     async def _error(self, event: Any) -> None:
-        raise ProviderError(event.message, retryable=event.retryable, status_code=event.status_code)
+        raise ProviderError(
+            event.message,
+            retryable=event.retryable,
+            status_code=event.status_code,
+            retry_after_s=event.retry_after_s,
+        )
 
     async def _close_open(self, why: str) -> None:
         """Bring every open part to a terminal state (abort or failure)."""
@@ -384,7 +433,10 @@ class Processor:
             state = part.state
             if isinstance(state, ToolStatePending | ToolStateRunning):
                 start = state.time.start if isinstance(state, ToolStateRunning) else now
-                error = ABORTED_TOOL if why == "aborted" else "The model call failed"
+                error = {
+                    "aborted": ABORTED_TOOL,
+                    "retry": "The model call failed before this tool ran; it was retried",
+                }.get(why, "The model call failed")
                 await self._set_tool_state(
                     call_id,
                     ToolStateError(
@@ -402,6 +454,13 @@ class _InputStart:
 
 def message_event(message: AssistantMessage) -> Draft:
     return MessageUpdated(MessageInfoProps(session_id=message.session_id, info=message))
+
+
+def retry_delay(attempt: int, retry_after_s: float | None) -> float:
+    """Exponential backoff (2 s, 4 s, 8 s … capped at 30 s); a retry-after wins."""
+    if retry_after_s is not None:
+        return max(0.0, retry_after_s)
+    return float(min(RETRY_BASE_S * 2 ** (attempt - 1), RETRY_MAX_S))
 
 
 def _api_error(exc: ProviderError) -> APIError:

@@ -14,6 +14,7 @@ from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.session.loop import SessionLoop
 from partwire.session.sessions import Sessions
 from partwire.session.status import StatusTracker
+from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
 from partwire.storage.sqlite import SqliteStore
 from partwire.tools.registry import load_builtin_tools
@@ -42,6 +43,7 @@ class Runtime:
         host = ToolHost(store, permissions, questions, settings)
         loop = SessionLoop(store, status, settings, host)
         sessions = Sessions(store, loop, settings)
+        host.subtasks = SubtaskRunner(sessions, loop, bus)
         return cls(settings, bus, store, status, permissions, questions, loop, sessions)
 
     async def start(self) -> None:

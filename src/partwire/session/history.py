@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from partwire.providers.stream import AssistantTurn, ToolCallRecord, ToolResultTurn, Turn, UserTurn
 from partwire.schema.message import AssistantMessage, MessageWithParts
-from partwire.schema.part import TextPart, ToolPart
+from partwire.schema.part import AgentPart, TextPart, ToolPart
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
+from partwire.session.agents import AGENTS
 
 
 def _user_text(entry: MessageWithParts) -> str:
-    return "\n".join(
-        p.text for p in entry.parts if isinstance(p, TextPart) and not p.ignored and p.text
-    )
+    lines = [p.text for p in entry.parts if isinstance(p, TextPart) and not p.ignored and p.text]
+    for part in entry.parts:
+        if not isinstance(part, AgentPart):
+            continue
+        agent = AGENTS.get(part.name)
+        if agent is not None and agent.mode != "primary":
+            lines.append(
+                "Use the above message and context to write a prompt and call the task tool "
+                f"with subagent_type: {part.name}"
+            )
+    return "\n".join(lines)
 
 
 def _assistant_turns(entry: MessageWithParts) -> list[Turn]:

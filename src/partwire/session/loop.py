@@ -188,6 +188,7 @@ class SessionLoop:
                 message_id=message.id,
                 call_id=call_id,
                 agent=agent,
+                model=user.model,
                 history=history,
                 abort=abort,
                 update_metadata=update,

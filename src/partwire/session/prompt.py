@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from partwire import ids
@@ -22,9 +23,17 @@ from partwire.schema.input import (
     TextPartInput,
 )
 from partwire.schema.message import UserMessage, UserTime
-from partwire.schema.part import AgentPart, FilePart, ModelRef, Part, SubtaskPart, TextPart
+from partwire.schema.part import (
+    AgentPart,
+    AgentSource,
+    FilePart,
+    ModelRef,
+    Part,
+    SubtaskPart,
+    TextPart,
+)
 from partwire.schema.session import Session
-from partwire.session.agents import DEFAULT_AGENT
+from partwire.session.agents import AGENTS, DEFAULT_AGENT
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -41,6 +50,36 @@ def _part(draft: PartInput, session_id: str, message_id: str) -> Part:
         SubtaskPartInput: SubtaskPart,
     }
     return builders[type(draft)].model_validate({**base, **fields})
+
+
+_MENTION = re.compile(r"(?<![\w@])@([A-Za-z][\w-]*)")
+
+
+def _mentions(
+    body: PromptInput, session_id: str, message_id: str, existing: list[Part]
+) -> list[Part]:
+    """An agent part for each ``@agent`` in the text that names a known agent."""
+    named = {p.name for p in existing if isinstance(p, AgentPart)}
+    found: list[Part] = []
+    for draft in body.parts:
+        if not isinstance(draft, TextPartInput):
+            continue
+        for match in _MENTION.finditer(draft.text):
+            name = match.group(1)
+            if name not in AGENTS or name in named:
+                continue
+            named.add(name)
+            source = AgentSource(value=match.group(0), start=match.start(), end=match.end())
+            found.append(
+                AgentPart(
+                    id=ids.part_id(),
+                    session_id=session_id,
+                    message_id=message_id,
+                    name=name,
+                    source=source,
+                )
+            )
+    return found
 
 
 def _title_from(body: PromptInput) -> str | None:
@@ -67,8 +106,9 @@ async def store_user_message(
     await store.put_message(
         message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
     )
-    for draft in body.parts:
-        part = _part(draft, session.id, message.id)
+    parts = [_part(draft, session.id, message.id) for draft in body.parts]
+    parts += _mentions(body, session.id, message.id, parts)
+    for part in parts:
         props = PartUpdatedProps(session_id=session.id, part=part, time=message.time.created)
         await store.put_part(part, [MessagePartUpdated(props)])
     await touch_session(store, session, _title_from(body))

@@ -5,16 +5,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partwire.config import Settings
 from partwire.permission import Permissions
 from partwire.question import Questions
 from partwire.schema.event import TodoProps, TodoUpdated
 from partwire.schema.message import MessageWithParts
+from partwire.schema.part import ModelRef
 from partwire.schema.permission import Agent, QuestionInfo, Todo, ToolRef
 from partwire.storage.base import Store
-from partwire.tools.base import MetadataUpdate, Subtasks, TodoAccess, ToolContext
+from partwire.tools.base import MetadataUpdate, TodoAccess, ToolContext
+
+if TYPE_CHECKING:
+    from partwire.session.subtask import SubtaskRunner
 
 
 @dataclass
@@ -23,7 +27,7 @@ class ToolHost:
     permissions: Permissions
     questions: Questions
     settings: Settings
-    subtasks: Subtasks | None = None
+    subtasks: SubtaskRunner | None = None
 
     def context(
         self,
@@ -32,6 +36,7 @@ class ToolHost:
         message_id: str,
         call_id: str,
         agent: Agent,
+        model: ModelRef,
         history: list[MessageWithParts],
         abort: asyncio.Event,
         update_metadata: MetadataUpdate,
@@ -79,6 +84,18 @@ class ToolHost:
             questions=questions,
             todos=TodoAccess(get_todos, set_todos),
         )
-        if self.subtasks is not None:
-            context.subtasks = self.subtasks
+        runner = self.subtasks
+        if runner is not None:
+
+            async def subtask(*, agent: str, description: str, prompt: str) -> tuple[str, str]:
+                return await runner.run(
+                    parent_id=session_id,
+                    model=model,
+                    agent=agent,
+                    description=description,
+                    prompt=prompt,
+                    progress=update_metadata,
+                )
+
+            context.subtasks = subtask
         return context

@@ -34,7 +34,10 @@ class Asker(Protocol):
 
 class Subtasks(Protocol):
     async def __call__(self, *, agent: str, description: str, prompt: str) -> tuple[str, str]:
-        """Run a sub-agent in a child session; returns (child session id, its final text)."""
+        """Run a sub-agent in a child session; returns (child session id, its final text).
+
+        While it runs, the calling tool part's metadata shows the child's progress.
+        """
         ...
 
 

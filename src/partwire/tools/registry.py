@@ -36,6 +36,7 @@ def load_builtin_tools() -> None:
         list,
         question,
         read,
+        task,
         todo,
         webfetch,
         write,
@@ -43,6 +44,6 @@ def load_builtin_tools() -> None:
 
     for tool in (
         read.TOOL, list.TOOL, glob.TOOL, grep.TOOL, webfetch.TOOL, bash.TOOL, edit.TOOL,
-        write.TOOL, apply_patch.TOOL, todo.WRITE, todo.READ, question.TOOL,
+        write.TOOL, apply_patch.TOOL, todo.WRITE, todo.READ, task.TOOL, question.TOOL,
     ):  # fmt: skip
         register_tool(tool)

@@ -63,12 +63,13 @@ def install() -> ScriptedModel:
     MODEL.requests.clear()
     MODEL.delay_s = 0.0
     MODEL.gate = None
+    MODEL.context_limit = ScriptedModel.context_limit
     register_provider("scripted", lambda _model_id, _settings: MODEL, ("scripted",))
     return MODEL
 
 
-def finish(reason: FinishReason = "stop", output: int = 5) -> list[StreamEvent]:
-    return [FinishStep(reason, Usage(input=10, output=output)), Finish(reason)]
+def finish(reason: FinishReason = "stop", output: int = 5, input: int = 10) -> list[StreamEvent]:
+    return [FinishStep(reason, Usage(input=input, output=output)), Finish(reason)]
 
 
 def text_reply(*words: str) -> list[StreamEvent]:

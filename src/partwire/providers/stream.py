@@ -142,6 +142,11 @@ StreamEvent = (
 
 # ---- the request side -------------------------------------------------------------------
 
+SUMMARY_PROMPT = (
+    "Summarize the conversation so far for a colleague who will continue the work: the goal, "
+    "what was done, which files were read or changed, what is left, and any decisions made."
+)
+
 
 @dataclass(frozen=True, slots=True)
 class UserTurn:

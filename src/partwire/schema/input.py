@@ -89,3 +89,11 @@ class SessionCreateInput(WireModel):
     model: SessionModelInput | None = None
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
+
+
+class SummarizeInput(WireModel):
+    """Body of POST /session/{id}/summarize."""
+
+    provider_id: str = Field(alias="providerID")
+    model_id: str = Field(alias="modelID")
+    auto: bool | None = None

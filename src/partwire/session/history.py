@@ -7,6 +7,7 @@ from partwire.schema.message import AssistantMessage, MessageWithParts
 from partwire.schema.part import AgentPart, TextPart, ToolPart
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
 from partwire.session.agents import AGENTS
+from partwire.session.compaction import CLEARED, compaction_part, filter_compacted
 
 
 def _user_text(entry: MessageWithParts) -> str:
@@ -23,6 +24,9 @@ def _user_text(entry: MessageWithParts) -> str:
     return "\n".join(lines)
 
 
+COMPACTION_QUESTION = "What did we do so far?"
+
+
 def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
     text = "".join(p.text for p in entry.parts if isinstance(p, TextPart))
     calls: list[ToolCallRecord] = []
@@ -32,7 +36,8 @@ def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
             continue
         state = part.state
         if isinstance(state, ToolStateCompleted):
-            results.append(ToolResultTurn(part.call_id, part.tool, state.output))
+            output = CLEARED if state.time.compacted is not None else state.output
+            results.append(ToolResultTurn(part.call_id, part.tool, output))
         elif isinstance(state, ToolStateError):
             results.append(ToolResultTurn(part.call_id, part.tool, state.error, is_error=True))
         else:
@@ -42,10 +47,13 @@ def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
 
 
 def to_turns(history: list[MessageWithParts]) -> tuple[Turn, ...]:
+    """The turns a model sees: from the last compaction on, old tool outputs cleared."""
     turns: list[Turn] = []
-    for entry in history:
+    for entry in filter_compacted(history):
         if isinstance(entry.info, AssistantMessage):
             turns.extend(_assistant_turns(entry))
+        elif compaction_part(entry) is not None:
+            turns.append(UserTurn(COMPACTION_QUESTION))
         else:
             turns.append(UserTurn(_user_text(entry)))
     return tuple(turns)

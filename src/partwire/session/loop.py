@@ -3,8 +3,11 @@
 ``prompt()`` stores the user message. If the session is idle it starts a run;
 if a run is going, the new message is picked up by that run's next decision and
 the caller waits with the others. Every caller resolves with the run's final
-assistant message. Abort cancels the current step; the processor closes its
-parts and the run ends, releasing every waiter.
+assistant message. Each decision: answer a pending compaction with a summary,
+stop when the newest user message is answered, otherwise run one model call;
+when that call overflows the model's context, ask for a compaction. Abort
+cancels the current step; the processor closes its parts and the run ends,
+releasing every waiter.
 """
 
 from __future__ import annotations
@@ -16,11 +19,18 @@ from dataclasses import dataclass, field
 
 from partwire import ids
 from partwire.config import Settings
-from partwire.errors import NotFoundError, SessionBusyError
+from partwire.errors import BadRequestError, NotFoundError, SessionBusyError
 from partwire.providers.base import LanguageModel
 from partwire.providers.registry import parse_model_ref, resolve_model
-from partwire.providers.stream import ModelRequest
-from partwire.schema.event import SessionError, SessionErrorProps
+from partwire.providers.stream import SUMMARY_PROMPT, ModelRequest, UserTurn
+from partwire.schema.event import (
+    SessionCompacted,
+    SessionError,
+    SessionErrorProps,
+    SessionInfo,
+    SessionRef,
+    SessionUpdated,
+)
 from partwire.schema.input import PromptInput
 from partwire.schema.message import (
     AssistantMessage,
@@ -33,9 +43,14 @@ from partwire.schema.message import (
 from partwire.schema.part import ModelRef, ToolPart
 from partwire.schema.session import SessionStatus
 from partwire.session.agents import DEFAULT_AGENT, get_agent
+from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
-from partwire.session.prompt import store_user_message
+from partwire.session.prompt import (
+    store_compaction_request,
+    store_synthetic_text,
+    store_user_message,
+)
 from partwire.session.status import StatusTracker
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
@@ -46,6 +61,10 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 SYSTEM_PROMPT = "You are a coding agent working in the user's project through tools."
+CONTINUE_AFTER_COMPACTION = (
+    "Continue if you have next steps, or stop and ask for clarification if you are unsure "
+    "how to proceed."
+)
 
 
 @dataclass
@@ -55,6 +74,7 @@ class _Run:
     waiters: list[asyncio.Future[AssistantWithParts]] = field(default_factory=list)
     aborted: bool = False
     blocked: bool = False  # the user rejected a permission or question: stop after this step
+    resume_after_compaction: bool = False
 
 
 class SessionLoop:
@@ -83,6 +103,23 @@ class SessionLoop:
         resolve_model(model.provider_id, model.model_id, self.settings)  # fail before storing
         get_agent(body.agent or DEFAULT_AGENT)
         await store_user_message(self.store, session, body, model)
+        return self._wake(session_id)
+
+    async def summarize(self, session_id: str, model: ModelRef) -> AssistantWithParts:
+        """Compact the session now (POST /session/{id}/summarize); it must be idle."""
+        session = await self.store.get_session(session_id)
+        await self.ensure_idle(session_id)
+        resolve_model(model.provider_id, model.model_id, self.settings)
+        history = await self.store.list_messages(session_id)
+        last = _last_user(history)
+        if last is None:
+            raise BadRequestError(f"Session {session_id} has no messages to summarize yet")
+        user = last.model_copy(update={"model": model})
+        await store_compaction_request(self.store, session, user, auto=False, overflow=False)
+        return await self._wake(session_id)
+
+    def _wake(self, session_id: str) -> asyncio.Future[AssistantWithParts]:
+        """A future for the run's final message, starting a run if none is going."""
         future: asyncio.Future[AssistantWithParts] = asyncio.get_running_loop().create_future()
         run = self._runs.get(session_id)
         if run is None:
@@ -147,13 +184,23 @@ class SessionLoop:
         for _ in range(MAX_STEPS):
             history = await self.store.list_messages(session_id)
             user = _last_user(history)
-            if user is None or run.aborted or run.blocked or _answered(history, user):
+            if user is None or run.aborted or run.blocked:
+                break
+            request = pending_compaction(history)
+            if request is not None:
+                last = await self._compact(session_id, run, request, history)
+                continue
+            if _answered(history, user):
                 break
             last = await self._step(session_id, run, user, history)
             if last.error is not None:
                 await self.store.publish(
                     [SessionError(SessionErrorProps(session_id=session_id, error=last.error))]
                 )
+            elif overflows(last, self._model(user)) and not run.aborted:
+                session = await self.store.get_session(session_id)
+                await store_compaction_request(self.store, session, user, auto=True, overflow=True)
+                run.resume_after_compaction = last.finish == "tool-calls"
         if last is None:
             last = _last_assistant(await self.store.list_messages(session_id))
         if last is None:
@@ -162,24 +209,85 @@ class SessionLoop:
             (await self.store.get_message(session_id, last.id)).model_dump()
         )
 
+    def _model(self, user: UserMessage) -> LanguageModel:
+        return resolve_model(user.model.provider_id, user.model.model_id, self.settings)
+
+    def _assistant(
+        self, session_id: str, user: UserMessage, model: LanguageModel, **extra: object
+    ) -> AssistantMessage:
+        root = str(self.settings.project_dir)
+        return AssistantMessage.model_validate(
+            {
+                "id": ids.message_id(),
+                "sessionID": session_id,
+                "time": AssistantTime(created=now_ms()),
+                "parentID": user.id,
+                "modelID": model.model_id,
+                "providerID": model.provider_id,
+                "mode": user.agent,
+                "agent": user.agent,
+                "path": MessagePath(cwd=root, root=root),
+                **extra,
+            }
+        )
+
     async def _step(
         self, session_id: str, run: _Run, user: UserMessage, history: list[MessageWithParts]
     ) -> AssistantMessage:
-        model: LanguageModel = resolve_model(
-            user.model.provider_id, user.model.model_id, self.settings
+        model = self._model(user)
+        message = self._assistant(session_id, user, model)
+        request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
+        return await self._call(session_id, run, user, model, message, request, history)
+
+    async def _compact(
+        self, session_id: str, run: _Run, request: MessageWithParts, history: list[MessageWithParts]
+    ) -> AssistantMessage:
+        """Answer a compaction request with a summary of everything before it."""
+        assert isinstance(request.info, UserMessage)
+        user = request.info
+        before = history[: history.index(request)]
+        await prune(self.store, before)
+        await self._set_compacting(session_id, now_ms())
+        model = self._model(user)
+        message = self._assistant(session_id, user, model, summary=True, mode="compaction")
+        turns = (*to_turns(await self._reload(session_id, before)), UserTurn(SUMMARY_PROMPT))
+        summary = await self._call(
+            session_id, run, user, model, message, ModelRequest(SYSTEM_PROMPT, turns), history
         )
-        root = str(self.settings.project_dir)
-        message = AssistantMessage(
-            id=ids.message_id(),
-            session_id=session_id,
-            time=AssistantTime(created=now_ms()),
-            parent_id=user.id,
-            model_id=model.model_id,
-            provider_id=model.provider_id,
-            mode=user.agent,
-            agent=user.agent,
-            path=MessagePath(cwd=root, root=root),
+        await self._set_compacting(session_id, None)
+        if summary.error is None:
+            await self.store.publish([SessionCompacted(SessionRef(session_id=session_id))])
+            if run.resume_after_compaction:
+                await store_synthetic_text(self.store, user, CONTINUE_AFTER_COMPACTION)
+        run.resume_after_compaction = False
+        return summary
+
+    async def _reload(
+        self, session_id: str, before: list[MessageWithParts]
+    ) -> list[MessageWithParts]:
+        """``before`` as stored now (pruning may have changed it)."""
+        wanted = {entry.info.id for entry in before}
+        return [e for e in await self.store.list_messages(session_id) if e.info.id in wanted]
+
+    async def _set_compacting(self, session_id: str, since: int | None) -> None:
+        session = await self.store.get_session(session_id)
+        stamp = session.time.model_copy(update={"compacting": since})
+        updated = session.model_copy(update={"time": stamp})
+        await self.store.put_session(
+            updated, [SessionUpdated(SessionInfo(session_id=session_id, info=updated))]
         )
+
+    async def _call(
+        self,
+        session_id: str,
+        run: _Run,
+        user: UserMessage,
+        model: LanguageModel,
+        message: AssistantMessage,
+        request: ModelRequest,
+        history: list[MessageWithParts],
+    ) -> AssistantMessage:
+        """One model call for ``message``, abortable; returns the finished message."""
         agent = get_agent(user.agent)
 
         def make_context(call_id: str, update: MetadataUpdate, abort: asyncio.Event) -> ToolContext:
@@ -201,7 +309,6 @@ class SessionLoop:
             self.store, message, model, get_tool, make_context, _recent_calls(history), set_status
         )
         await self.store.put_message(message, [message_event(message)])
-        request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
         step = run.step = asyncio.create_task(processor.run(request))
         if run.aborted:  # abort() came while this step was being set up
             step.cancel()

@@ -34,6 +34,7 @@ from partwire.schema.part import (
 )
 from partwire.schema.session import Session
 from partwire.session.agents import AGENTS, DEFAULT_AGENT
+from partwire.session.compaction import new_compaction_part
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -127,3 +128,39 @@ async def touch_session(store: Store, session: Session, title: str | None = None
         updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
     )
     return updated
+
+
+async def store_compaction_request(
+    store: Store, session: Session, user: UserMessage, *, auto: bool, overflow: bool
+) -> UserMessage:
+    """A user message holding a compaction part: the loop answers it with a summary."""
+    message = user.model_copy(
+        update={"id": ids.message_id(), "time": UserTime(created=int(time.time() * 1000))}
+    )
+    await store.put_message(
+        message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
+    )
+    part = new_compaction_part(session.id, message.id, auto=auto, overflow=overflow)
+    props = PartUpdatedProps(session_id=session.id, part=part, time=message.time.created)
+    await store.put_part(part, [MessagePartUpdated(props)])
+    return message
+
+
+async def store_synthetic_text(store: Store, user: UserMessage, text: str) -> UserMessage:
+    """A user message the loop writes itself (e.g. "continue" after an automatic compaction)."""
+    message = user.model_copy(
+        update={"id": ids.message_id(), "time": UserTime(created=int(time.time() * 1000))}
+    )
+    await store.put_message(
+        message, [MessageUpdated(MessageInfo(session_id=user.session_id, info=message))]
+    )
+    part = TextPart(
+        id=ids.part_id(),
+        session_id=user.session_id,
+        message_id=message.id,
+        text=text,
+        synthetic=True,
+    )
+    props = PartUpdatedProps(session_id=user.session_id, part=part, time=message.time.created)
+    await store.put_part(part, [MessagePartUpdated(props)])
+    return message

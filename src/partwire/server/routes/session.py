@@ -10,8 +10,9 @@ from fastapi import APIRouter, Body, Request, Response
 
 from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
-from partwire.schema.input import PromptInput, SessionCreateInput
+from partwire.schema.input import PromptInput, SessionCreateInput, SummarizeInput
 from partwire.schema.message import AssistantWithParts, MessageWithParts
+from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus
 
@@ -105,6 +106,13 @@ async def get_message(request: Request, sessionID: str, messageID: str) -> Respo
     runtime = _runtime(request)
     await runtime.sessions.get(sessionID)
     return wire(await runtime.store.get_message(sessionID, messageID))
+
+
+@router.post("/{sessionID}/summarize", response_model=bool, operation_id="session.summarize")
+async def summarize(request: Request, sessionID: str, body: SummarizeInput) -> Response:
+    model = ModelRef(provider_id=body.provider_id, model_id=body.model_id)
+    await _runtime(request).loop.summarize(sessionID, model)
+    return wire(True)
 
 
 @router.get("/{sessionID}/todo", response_model=list[Todo], operation_id="session.todo")

@@ -12,7 +12,9 @@ from partwire.providers.registry import load_builtin_providers
 from partwire.question import Questions
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.session.loop import SessionLoop
+from partwire.session.revert import Reverts
 from partwire.session.sessions import Sessions
+from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
 from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
@@ -41,7 +43,8 @@ class Runtime:
         status = StatusTracker(store)
         permissions, questions = Permissions(store), Questions(store)
         host = ToolHost(store, permissions, questions, settings)
-        loop = SessionLoop(store, status, settings, host)
+        reverts = Reverts(store, Snapshots(settings.project_dir, settings.data_dir))
+        loop = SessionLoop(store, status, settings, host, reverts)
         sessions = Sessions(store, loop, settings)
         host.subtasks = SubtaskRunner(sessions, loop, bus)
         return cls(settings, bus, store, status, permissions, questions, loop, sessions)

@@ -18,7 +18,7 @@ from partwire.schema.base import WireModel
 from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest, Todo
-from partwire.schema.session import Session, SessionStatus
+from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 
 P = TypeVar("P", bound=WireModel)
 
@@ -132,6 +132,11 @@ class SessionStatusProps(WireModel):
     status: SessionStatus
 
 
+class SessionDiffProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    diff: list[SnapshotFileDiff]
+
+
 class SessionErrorProps(WireModel):
     session_id: str | None = Field(default=None, alias="sessionID")
     error: MessageError | None = None
@@ -212,6 +217,7 @@ SessionStatusChanged = define("session.status", SessionStatusProps)
 SessionIdle = define("session.idle", SessionRef)
 SessionError = define("session.error", SessionErrorProps)
 SessionCompacted = define("session.compacted", SessionRef)
+SessionDiff = define("session.diff", SessionDiffProps)
 MessageUpdated = define("message.updated", MessageInfo)
 MessageRemoved = define("message.removed", MessageRef)
 MessagePartUpdated = define("message.part.updated", PartUpdatedProps)

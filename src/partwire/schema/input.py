@@ -97,3 +97,16 @@ class SummarizeInput(WireModel):
     provider_id: str = Field(alias="providerID")
     model_id: str = Field(alias="modelID")
     auto: bool | None = None
+
+
+class RevertInput(WireModel):
+    """Body of POST /session/{id}/revert."""
+
+    message_id: str = Field(alias="messageID", pattern="^msg")
+    part_id: str | None = Field(default=None, alias="partID", pattern="^prt")
+
+
+class ForkInput(WireModel):
+    """Body of POST /session/{id}/fork."""
+
+    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")

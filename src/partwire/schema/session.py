@@ -22,6 +22,14 @@ class SessionSummary(WireModel):
     files: int = 0
 
 
+class SnapshotFileDiff(WireModel):
+    file: str | None = None
+    patch: str | None = None
+    additions: int
+    deletions: int
+    status: Literal["added", "deleted", "modified"] | None = None
+
+
 class PermissionRule(WireModel):
     permission: str
     pattern: str

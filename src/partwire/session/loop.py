@@ -25,6 +25,8 @@ from partwire.providers.registry import parse_model_ref, resolve_model
 from partwire.providers.stream import SUMMARY_PROMPT, ModelRequest, UserTurn
 from partwire.schema.event import (
     SessionCompacted,
+    SessionDiff,
+    SessionDiffProps,
     SessionError,
     SessionErrorProps,
     SessionInfo,
@@ -41,7 +43,7 @@ from partwire.schema.message import (
     UserMessage,
 )
 from partwire.schema.part import ModelRef, ToolPart
-from partwire.schema.session import SessionStatus
+from partwire.schema.session import SessionStatus, SnapshotFileDiff
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.history import to_turns
@@ -51,6 +53,8 @@ from partwire.session.prompt import (
     store_synthetic_text,
     store_user_message,
 )
+from partwire.session.revert import Reverts, cleanup_revert
+from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
@@ -79,12 +83,18 @@ class _Run:
 
 class SessionLoop:
     def __init__(
-        self, store: Store, status: StatusTracker, settings: Settings, host: ToolHost
+        self,
+        store: Store,
+        status: StatusTracker,
+        settings: Settings,
+        host: ToolHost,
+        reverts: Reverts,
     ) -> None:
         self.store = store
         self.status = status
         self.settings = settings
         self.host = host
+        self.reverts = reverts
         self._runs: dict[str, _Run] = {}
 
     def is_busy(self, session_id: str) -> bool:
@@ -102,6 +112,8 @@ class SessionLoop:
         model = self._model_ref(body)
         resolve_model(model.provider_id, model.model_id, self.settings)  # fail before storing
         get_agent(body.agent or DEFAULT_AGENT)
+        if not self.is_busy(session_id):
+            session = await cleanup_revert(self.store, session)
         await store_user_message(self.store, session, body, model)
         return self._wake(session_id)
 
@@ -237,7 +249,9 @@ class SessionLoop:
         model = self._model(user)
         message = self._assistant(session_id, user, model)
         request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
-        return await self._call(session_id, run, user, model, message, request, history)
+        return await self._call(
+            session_id, run, user, model, message, request, history, self.reverts.snapshots
+        )
 
     async def _compact(
         self, session_id: str, run: _Run, request: MessageWithParts, history: list[MessageWithParts]
@@ -261,6 +275,13 @@ class SessionLoop:
                 await store_synthetic_text(self.store, user, CONTINUE_AFTER_COMPACTION)
         run.resume_after_compaction = False
         return summary
+
+    async def _publish_diff(self, session_id: str) -> None:
+        diffs = await self.reverts.summarize_changes(session_id)
+        props = SessionDiffProps(
+            session_id=session_id, diff=[SnapshotFileDiff.model_validate(d) for d in diffs]
+        )
+        await self.store.publish([SessionDiff(props)])
 
     async def _reload(
         self, session_id: str, before: list[MessageWithParts]
@@ -286,6 +307,7 @@ class SessionLoop:
         message: AssistantMessage,
         request: ModelRequest,
         history: list[MessageWithParts],
+        snapshots: Snapshots | None = None,
     ) -> AssistantMessage:
         """One model call for ``message``, abortable; returns the finished message."""
         agent = get_agent(user.agent)
@@ -306,7 +328,14 @@ class SessionLoop:
             await self.status.set(session_id, status)
 
         processor = Processor(
-            self.store, message, model, get_tool, make_context, _recent_calls(history), set_status
+            self.store,
+            message,
+            model,
+            get_tool,
+            make_context,
+            _recent_calls(history),
+            set_status,
+            snapshots,
         )
         await self.store.put_message(message, [message_event(message)])
         step = run.step = asyncio.create_task(processor.run(request))
@@ -315,6 +344,8 @@ class SessionLoop:
         try:
             finished = await step
             run.blocked = run.blocked or processor.blocked
+            if processor.patched:
+                await self._publish_diff(session_id)
             return finished
         except asyncio.CancelledError:
             current = asyncio.current_task()

@@ -35,6 +35,7 @@ from partwire.schema.part import (
     CreatedTime,
     FilePart,
     Part,
+    PatchPart,
     ReasoningPart,
     RetryPart,
     StepFinishPart,
@@ -54,6 +55,7 @@ from partwire.schema.tool_state import (
     ToolStateRunning,
     check_transition,
 )
+from partwire.session.snapshot import Snapshots
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, Tool, ToolContext, ToolResult
 
@@ -100,8 +102,12 @@ class Processor:
         make_context: ContextFactory,
         recent_calls: list[tuple[str, str]] | None = None,
         set_status: StatusUpdate | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self.set_status = set_status
+        self.snapshots = snapshots
+        self.step_snapshot: str | None = None
+        self.patched: list[str] = []
         self.store = store
         self.message = message
         self.model = model
@@ -389,9 +395,13 @@ class Processor:
     # ---- steps and the end ---------------------------------------------------------------
 
     async def _start_step(self, event: Any) -> None:
-        await self._save(StepStartPart(**self._base()))
+        if self.snapshots is not None:
+            self.step_snapshot = await self.snapshots.track()
+        await self._save(StepStartPart(**self._base(), snapshot=self.step_snapshot))
 
     async def _finish_step(self, event: Any) -> None:
+        await self._wait_tools()  # the step's tools belong to it: their changes too
+        end_snapshot = await self._record_patch()
         usage = event.usage
         tokens = Tokens(
             total=usage.input + usage.output + usage.reasoning,
@@ -401,11 +411,29 @@ class Processor:
             cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
         )
         await self._save(
-            StepFinishPart(**self._base(), reason=event.finish_reason, tokens=tokens, cost=0)
+            StepFinishPart(
+                **self._base(),
+                reason=event.finish_reason,
+                tokens=tokens,
+                cost=0,
+                snapshot=end_snapshot,
+            )
         )
         self.message = self.message.model_copy(
             update={"tokens": self.message.tokens.plus(tokens), "finish": event.finish_reason}
         )
+
+    async def _record_patch(self) -> str | None:
+        """Snapshot the end of the step; a patch part lists the files it changed."""
+        if self.snapshots is None or self.step_snapshot is None:
+            return None
+        end = await self.snapshots.track()
+        files = await self.snapshots.changed_files(self.step_snapshot)
+        if files:
+            absolute = [str(self.snapshots.project_dir / name) for name in files]
+            self.patched.extend(absolute)
+            await self._save(PatchPart(**self._base(), hash=self.step_snapshot, files=absolute))
+        return end
 
     async def _finish(self, event: Any) -> None:
         self.message = self.message.model_copy(update={"finish": event.finish_reason})

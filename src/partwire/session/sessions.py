@@ -9,8 +9,18 @@ from datetime import UTC, datetime
 
 from partwire import __version__, ids
 from partwire.config import Settings
-from partwire.schema.event import SessionCreated, SessionDeleted, SessionInfo
+from partwire.errors import NotFoundError
+from partwire.schema.event import (
+    MessageInfo,
+    MessagePartUpdated,
+    MessageUpdated,
+    PartUpdatedProps,
+    SessionCreated,
+    SessionDeleted,
+    SessionInfo,
+)
 from partwire.schema.input import SessionCreateInput
+from partwire.schema.message import AssistantMessage
 from partwire.schema.session import Session, SessionTime
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
@@ -67,6 +77,33 @@ class Sessions:
             session_id, [SessionDeleted(SessionInfo(session_id=session_id, info=session))]
         )
         return True
+
+    async def fork(self, session_id: str, message_id: str | None) -> Session:
+        """A new session holding copies of the messages before ``message_id`` (all if None)."""
+        source = await self.store.get_session(session_id)
+        history = await self.store.list_messages(session_id)
+        if message_id is not None and all(e.info.id != message_id for e in history):
+            raise NotFoundError("Message", message_id)
+        fork = await self.create(SessionCreateInput(title=f"{source.title} (fork)"))
+        new_ids: dict[str, str] = {}
+        for entry in history:
+            if message_id is not None and entry.info.id >= message_id:
+                break
+            new_ids[entry.info.id] = ids.message_id()
+            update: dict[str, object] = {"id": new_ids[entry.info.id], "session_id": fork.id}
+            if isinstance(entry.info, AssistantMessage):
+                update["parent_id"] = new_ids.get(entry.info.parent_id, entry.info.parent_id)
+            info = entry.info.model_copy(update=update)
+            await self.store.put_message(
+                info, [MessageUpdated(MessageInfo(session_id=fork.id, info=info))]
+            )
+            for part in entry.parts:
+                copy = part.model_copy(
+                    update={"id": ids.part_id(), "session_id": fork.id, "message_id": info.id}
+                )
+                props = PartUpdatedProps(session_id=fork.id, part=copy, time=fork.time.created)
+                await self.store.put_part(copy, [MessagePartUpdated(props)])
+        return fork
 
     async def get(self, session_id: str) -> Session:
         return await self.store.get_session(session_id)

@@ -25,7 +25,9 @@ from partwire.storage.reading import load_messages
 from partwire.storage.recovery import recover
 from partwire.storage.writer import (
     DeltaAppend,
+    MessageDelete,
     MessagePut,
+    PartDelete,
     PartPut,
     SessionDelete,
     SessionPut,
@@ -128,6 +130,12 @@ class SqliteStore:
 
     async def put_part(self, part: Part, events: list[Draft], *, streaming: bool = False) -> None:
         await self._submit(PartPut(events=events, part=part, streaming=streaming))
+
+    async def delete_message(self, message_id: str, events: list[Draft]) -> None:
+        await self._submit(MessageDelete(events=events, message_id=message_id))
+
+    async def delete_part(self, part_id: str, events: list[Draft]) -> None:
+        await self._submit(PartDelete(events=events, part_id=part_id))
 
     async def put_todos(self, session_id: str, todos: list[Todo], events: list[Draft]) -> None:
         body = "[" + ",".join(todo.wire_json() for todo in todos) + "]"

@@ -119,6 +119,23 @@ class PartPut(Write):
 
 
 @dataclass
+class MessageDelete(Write):
+    message_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute("DELETE FROM part WHERE message_id = ?", (self.message_id,))
+        ctx.conn.execute("DELETE FROM message WHERE id = ?", (self.message_id,))
+
+
+@dataclass
+class PartDelete(Write):
+    part_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute("DELETE FROM part WHERE id = ?", (self.part_id,))
+
+
+@dataclass
 class TodoPut(Write):
     session_id: str = ""
     todos_json: str = "[]"

@@ -10,11 +10,17 @@ from fastapi import APIRouter, Body, Request, Response
 
 from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
-from partwire.schema.input import PromptInput, SessionCreateInput, SummarizeInput
+from partwire.schema.input import (
+    ForkInput,
+    PromptInput,
+    RevertInput,
+    SessionCreateInput,
+    SummarizeInput,
+)
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
-from partwire.schema.session import Session, SessionStatus
+from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 
 router = APIRouter(prefix="/session", tags=["session"])
 
@@ -113,6 +119,38 @@ async def summarize(request: Request, sessionID: str, body: SummarizeInput) -> R
     model = ModelRef(provider_id=body.provider_id, model_id=body.model_id)
     await _runtime(request).loop.summarize(sessionID, model)
     return wire(True)
+
+
+@router.post("/{sessionID}/revert", response_model=Session, operation_id="session.revert")
+async def revert(request: Request, sessionID: str, body: RevertInput) -> Response:
+    runtime = _runtime(request)
+    session = await runtime.sessions.get(sessionID)
+    await runtime.loop.ensure_idle(sessionID)
+    return wire(await runtime.loop.reverts.revert(session, body.message_id, body.part_id))
+
+
+@router.post("/{sessionID}/unrevert", response_model=Session, operation_id="session.unrevert")
+async def unrevert(request: Request, sessionID: str) -> Response:
+    runtime = _runtime(request)
+    session = await runtime.sessions.get(sessionID)
+    await runtime.loop.ensure_idle(sessionID)
+    return wire(await runtime.loop.reverts.unrevert(session))
+
+
+@router.post("/{sessionID}/fork", response_model=Session, operation_id="session.fork")
+async def fork(
+    request: Request, sessionID: str, body: Annotated[ForkInput | None, Body()] = None
+) -> Response:
+    message_id = body.message_id if body else None
+    return wire(await _runtime(request).sessions.fork(sessionID, message_id))
+
+
+@router.get("/{sessionID}/diff", response_model=list[SnapshotFileDiff], operation_id="session.diff")
+async def diff(request: Request, sessionID: str, messageID: str | None = None) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    diffs = await runtime.loop.reverts.diff(sessionID, messageID)
+    return wire([SnapshotFileDiff.model_validate(d) for d in diffs])
 
 
 @router.get("/{sessionID}/todo", response_model=list[Todo], operation_id="session.todo")

@@ -1,0 +1,134 @@
+"""Revert a session to a message or part, unrevert, and the session's diff.
+
+Revert restores every file that a later step changed to its state before the
+first such step, and records ``session.revert`` (messageID, partID, the
+snapshot taken just before reverting, and the diff). Clients hide the messages
+from that point on; the next prompt removes them for good. Unrevert puts the
+files back as they were at the revert.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from partwire.errors import NotFoundError
+from partwire.schema.event import (
+    MessagePartRemoved,
+    MessageRef,
+    MessageRemoved,
+    PartRef,
+    SessionInfo,
+    SessionUpdated,
+)
+from partwire.schema.message import MessageWithParts
+from partwire.schema.part import PatchPart, StepStartPart
+from partwire.schema.session import Session, SessionRevert, SessionSummary
+from partwire.session.snapshot import Snapshots
+from partwire.storage.base import Store
+
+
+async def _save(store: Store, session: Session) -> Session:
+    await store.put_session(
+        session, [SessionUpdated(SessionInfo(session_id=session.id, info=session))]
+    )
+    return session
+
+
+def _patches_from(
+    history: list[MessageWithParts], message_id: str, part_id: str | None
+) -> list[PatchPart]:
+    patches: list[PatchPart] = []
+    for entry in history:
+        if entry.info.id < message_id:
+            continue
+        for part in entry.parts:
+            if entry.info.id == message_id and part_id is not None and part.id < part_id:
+                continue
+            if isinstance(part, PatchPart):
+                patches.append(part)
+    return patches
+
+
+def _relative(snapshots: Snapshots, path: str) -> str:
+    return Path(path).relative_to(snapshots.project_dir).as_posix()
+
+
+class Reverts:
+    def __init__(self, store: Store, snapshots: Snapshots) -> None:
+        self.store = store
+        self.snapshots = snapshots
+
+    async def revert(self, session: Session, message_id: str, part_id: str | None) -> Session:
+        history = await self.store.list_messages(session.id)
+        target = next((e for e in history if e.info.id == message_id), None)
+        if target is None:
+            raise NotFoundError("Message", message_id)
+        if part_id is not None and all(p.id != part_id for p in target.parts):
+            raise NotFoundError("Part", part_id)
+        snapshot = session.revert.snapshot if session.revert else await self.snapshots.track()
+        restored: set[str] = set()
+        for patch in _patches_from(history, message_id, part_id):
+            for file in patch.files:
+                name = _relative(self.snapshots, file)
+                if name not in restored:
+                    restored.add(name)
+                    await self.snapshots.restore_files(patch.hash, [name])
+        diff = ""
+        if snapshot is not None and restored:
+            diff = "".join(d["patch"] for d in await self.snapshots.diff(snapshot))
+        revert = SessionRevert(
+            message_id=message_id, part_id=part_id, snapshot=snapshot, diff=diff or None
+        )
+        return await _save(self.store, session.model_copy(update={"revert": revert}))
+
+    async def unrevert(self, session: Session) -> Session:
+        if session.revert is None:
+            return session
+        snapshot = session.revert.snapshot
+        if snapshot is not None:
+            files = await self.snapshots.changed_files(snapshot)
+            await self.snapshots.restore_files(snapshot, files)
+        return await _save(self.store, session.model_copy(update={"revert": None}))
+
+    async def diff(self, session_id: str, message_id: str | None = None) -> list[dict[str, Any]]:
+        """What changed in the work tree since the first snapshot (from ``message_id`` on)."""
+        for entry in await self.store.list_messages(session_id):
+            if message_id is not None and entry.info.id < message_id:
+                continue
+            for part in entry.parts:
+                if isinstance(part, StepStartPart) and part.snapshot:
+                    return await self.snapshots.diff(part.snapshot)
+        return []
+
+    async def summarize_changes(self, session_id: str) -> list[dict[str, Any]]:
+        """Recompute the session's diff and its summary counts (after a step that patched)."""
+        diffs = await self.diff(session_id)
+        session = await self.store.get_session(session_id)
+        summary = SessionSummary(
+            additions=sum(d["additions"] for d in diffs),
+            deletions=sum(d["deletions"] for d in diffs),
+            files=len(diffs),
+        )
+        await _save(self.store, session.model_copy(update={"summary": summary}))
+        return diffs
+
+
+async def cleanup_revert(store: Store, session: Session) -> Session:
+    """Before a new prompt: drop what a revert hid, and forget the revert."""
+    revert = session.revert
+    if revert is None:
+        return session
+    for entry in await store.list_messages(session.id):
+        info = entry.info
+        if info.id < revert.message_id:
+            continue
+        if info.id == revert.message_id and revert.part_id is not None:
+            for part in entry.parts:
+                if part.id >= revert.part_id:
+                    ref = PartRef(session_id=session.id, message_id=info.id, part_id=part.id)
+                    await store.delete_part(part.id, [MessagePartRemoved(ref)])
+            continue
+        ref_message = MessageRef(session_id=session.id, message_id=info.id)
+        await store.delete_message(info.id, [MessageRemoved(ref_message)])
+    return await _save(store, session.model_copy(update={"revert": None}))

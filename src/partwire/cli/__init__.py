@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", metavar="PROVIDER/MODEL", help="e.g. demo/demo")
     run.add_argument("--agent", default=None)
     run.add_argument("--session", metavar="ID", help="continue this session")
+    run.add_argument("--yes", action="store_true", help="allow every permission ask once")
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     return parser
 

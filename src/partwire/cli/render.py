@@ -10,9 +10,16 @@ from rich.console import Console
 from rich.text import Text
 
 from partwire.schema.base import Tokens
-from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
+from partwire.schema.event import (
+    Event,
+    MessageInfo,
+    PartDeltaProps,
+    PartUpdatedProps,
+    SessionStatusProps,
+)
 from partwire.schema.message import AssistantMessage
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.session import StatusRetry
 
 _TOOL_MARKS = {"completed": ("✓", "green"), "error": ("✗", "red")}
 
@@ -33,6 +40,7 @@ class Renderer:
             "message.updated": self._message,
             "message.part.updated": self._part,
             "message.part.delta": self._delta,
+            "session.status": self._status,
         }
 
     def handle(self, event: Event) -> None:
@@ -70,6 +78,16 @@ class Renderer:
         style = "dim italic" if isinstance(part, ReasoningPart) else ""
         self.console.print(Text(props.delta, style=style), end="", soft_wrap=True)
         self._open_line = not props.delta.endswith("\n")
+
+    def _status(self, props: SessionStatusProps) -> None:
+        status = props.status
+        if not isinstance(status, StatusRetry):
+            return
+        self._end_line()
+        wait = max(0.0, (status.next - time.time() * 1000) / 1000)
+        self.console.print(
+            Text(f"↻ retry {status.attempt} in {wait:.1f}s: {status.message}", style="yellow")
+        )
 
     def _tool_line(self, part: ToolPart) -> None:
         self._end_line()

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from rich.console import Console
 
+from partwire.cli.asks import Answerer
 from partwire.cli.render import Renderer
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
@@ -61,8 +62,10 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
             await client.prompt_async(
                 session.id, " ".join(args.message), model=args.model, agent=args.agent
             )
+            answerer = Answerer(client, console, auto_allow=args.yes, family={session.id})
             async for event in events:
                 renderer.handle(event)
+                await answerer.handle(event)
                 if event.type == "session.idle" and event.session_id == session.id:
                     break
         finally:

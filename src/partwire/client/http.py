@@ -14,6 +14,7 @@ from partwire.errors import BadRequestError, NotFoundError, UserError
 from partwire.providers.registry import parse_model_ref
 from partwire.schema.event import REGISTRY, Event, parse_event
 from partwire.schema.message import AssistantWithParts, MessageWithParts
+from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
 from partwire.schema.session import Session, SessionStatus, session_status_adapter
 
 RECONNECT_DELAYS_S = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
@@ -131,6 +132,31 @@ class PartwireClient:
 
     async def abort(self, session_id: str) -> bool:
         return bool(await self._request("POST", f"/session/{session_id}/abort"))
+
+    # ---- permissions and questions -------------------------------------------------------
+
+    async def permissions(self) -> list[PermissionRequest]:
+        return [
+            PermissionRequest.model_validate(p) for p in await self._request("GET", "/permission")
+        ]
+
+    async def reply_permission(
+        self, request_id: str, reply: PermissionReply, message: str | None = None
+    ) -> bool:
+        body: dict[str, Any] = {"reply": reply}
+        if message:
+            body["message"] = message
+        return bool(await self._request("POST", f"/permission/{request_id}/reply", body))
+
+    async def questions(self) -> list[QuestionRequest]:
+        return [QuestionRequest.model_validate(q) for q in await self._request("GET", "/question")]
+
+    async def reply_question(self, request_id: str, answers: list[list[str]]) -> bool:
+        body = {"answers": answers}
+        return bool(await self._request("POST", f"/question/{request_id}/reply", body))
+
+    async def reject_question(self, request_id: str) -> bool:
+        return bool(await self._request("POST", f"/question/{request_id}/reject"))
 
     # ---- events --------------------------------------------------------------------------
 

@@ -1,13 +1,10 @@
 """The offline demo model ``demo/demo``: deterministic, keyless, and uses real tools.
 
 Its reply depends only on the last user text, the tool results that followed it,
-and the project's files:
-
-- ``long N``: streams N text deltas, one word each (``w0 w1 … w{N-1}``).
-- ``list``: calls the ``list`` tool on the project root, then summarizes it.
-- a path of an existing file in the project: calls ``read`` on it, then summarizes.
-- ``glob PATTERN``: calls the ``glob`` tool with that pattern, then summarizes.
-- anything else: a short reasoning part, then a markdown answer about the prompt.
+and the project's files. ``long N`` streams N one-word deltas; ``retry`` fails
+once with a retryable error, then answers; the summary instruction of a
+compaction gets a summary of the user's prompts; the tool prompts are in
+``demo_prompts.py``; anything else gets a reasoning part and a markdown answer.
 """
 
 from __future__ import annotations
@@ -17,10 +14,13 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from typing import Any
 
 from partwire.config import Settings
+from partwire.providers.demo_prompts import plan_for
 from partwire.providers.registry import register_provider
 from partwire.providers.stream import (
+    SUMMARY_PROMPT,
     AssistantTurn,
     Finish,
     FinishReason,
@@ -30,6 +30,7 @@ from partwire.providers.stream import (
     ReasoningEnd,
     ReasoningStart,
     StartStep,
+    StreamError,
     StreamEvent,
     StreamStart,
     TextDelta,
@@ -46,8 +47,8 @@ from partwire.providers.stream import (
 )
 
 _LONG = re.compile(r"^\s*long\s+(\d+)\s*$", re.IGNORECASE)
-_GLOB = re.compile(r"^\s*glob\s+(\S+)\s*$", re.IGNORECASE)
 MAX_LONG = 1_000_000
+RETRY_AFTER_S = 1.0
 
 
 def _tokens(text: str) -> int:
@@ -67,9 +68,14 @@ class DemoModel:
     def __init__(self, project_dir: Path, delay_ms: float) -> None:
         self.project_dir = project_dir
         self.delay_s = delay_ms / 1000
+        self.failed_once = False  # one instance serves one step: `retry` fails its first call
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         input_tokens = sum(_tokens(_turn_text(t)) for t in request.messages)
+        prompt, _ = _last_prompt(request.messages)
+        if prompt.strip().lower() == "retry" and not self.failed_once:
+            self.failed_once = True
+            return _fail_once()
         return _Reply(self.project_dir, self.delay_s, input_tokens).stream(request.messages)
 
 
@@ -85,35 +91,27 @@ class _Reply:
         prompt, results = _last_prompt(messages)
         yield StreamStart()
         yield StartStep()
-        if results:
-            summary = _summarize(results)
-            async for event in self._text(summary):
-                yield event
-            for event in self._finish("stop", summary):
+        if prompt == SUMMARY_PROMPT:
+            async for event in self._say(_summary_of(messages)):
                 yield event
             return
-        call = self._tool_for(prompt)
-        if call is not None:
-            async for event in self._tool_call(*call):
+        plan = plan_for(prompt, self.project_dir)
+        if plan is not None and len(results) < plan.repeat and not any(r.is_error for r in results):
+            async for event in self._tool_call(plan.tool, plan.args, len(results)):
+                yield event
+            return
+        if results:
+            async for event in self._say(_summarize(results)):
                 yield event
             return
         async for event in self._answer(prompt):
             yield event
 
-    def _tool_for(self, prompt: str) -> tuple[str, dict[str, str]] | None:
-        text = prompt.strip()
-        if text.lower() == "list":
-            return "list", {"path": "."}
-        if match := _GLOB.match(text):
-            return "glob", {"pattern": match.group(1)}
-        if text and "\n" not in text and len(text) < 4096:
-            candidate = self.project_dir / text
-            try:
-                if candidate.is_file():
-                    return "read", {"filePath": text}
-            except OSError:
-                return None
-        return None
+    async def _say(self, text: str) -> AsyncIterator[StreamEvent]:
+        async for event in self._text(text):
+            yield event
+        for event in self._finish("stop", text):
+            yield event
 
     async def _answer(self, prompt: str) -> AsyncIterator[StreamEvent]:
         if match := _LONG.match(prompt):
@@ -148,8 +146,10 @@ class _Reply:
             yield TextDelta("t0", word)
         yield TextEnd("t0")
 
-    async def _tool_call(self, tool: str, args: dict[str, str]) -> AsyncIterator[StreamEvent]:
-        call_id = f"call_demo_{tool}"
+    async def _tool_call(
+        self, tool: str, args: dict[str, Any], attempt: int
+    ) -> AsyncIterator[StreamEvent]:
+        call_id = f"call_demo_{tool}_{attempt}"
         raw = json.dumps(args)
         yield ToolInputStart(call_id, tool)
         for chunk in (raw[i : i + 8] for i in range(0, len(raw), 8)):
@@ -168,6 +168,22 @@ class _Reply:
         await asyncio.sleep(self.delay_s)
 
 
+async def _fail_once() -> AsyncIterator[StreamEvent]:
+    yield StreamStart()
+    yield StreamError(
+        "Simulated overload (the demo's `retry` prompt fails once)",
+        retryable=True,
+        status_code=529,
+        retry_after_s=RETRY_AFTER_S,
+    )
+
+
+def _summary_of(messages: tuple[Turn, ...]) -> str:
+    asked = [t.text for t in messages if isinstance(t, UserTurn) and t.text != SUMMARY_PROMPT]
+    lines = "\n".join(f"- {text.splitlines()[0][:80]}" for text in asked if text.strip())
+    return f"## Summary\n\nThe user asked, in order:\n\n{lines or '- nothing yet'}\n"
+
+
 def _turn_text(turn: Turn) -> str:
     if isinstance(turn, ToolResultTurn):
         return turn.output
@@ -182,7 +198,7 @@ def _last_prompt(messages: tuple[Turn, ...]) -> tuple[str, list[ToolResultTurn]]
             return turn.text, list(reversed(results))
         if isinstance(turn, ToolResultTurn):
             results.append(turn)
-        if isinstance(turn, AssistantTurn) and turn.text and not turn.tool_calls:
+        if isinstance(turn, AssistantTurn) and not turn.tool_calls:
             results.clear()
     return "", list(reversed(results))
 
@@ -207,7 +223,8 @@ def _markdown_answer(prompt: str) -> str:
         f"You said: **{' '.join(words[:40])}{' …' if len(words) > 40 else ''}**\n\n"
         f"- words: {len(words)}\n"
         f"- characters: {len(prompt)}\n\n"
-        "Try `list`, a file path such as `README.md`, `glob **/*.py` or `long 200`.\n"
+        "Try `list`, a file path such as `README.md`, `glob **/*.py`, `bash ls`, `todo`, "
+        "`question`, `task list`, `loop`, `retry` or `long 200`.\n"
     )
 
 

@@ -15,7 +15,7 @@ from partwire.client.http import PartwireClient
 from partwire.schema.event import Event, SessionInfo
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
 
-_CHOICES: dict[str, PermissionReply] = {"o": "once", "a": "always", "r": "reject", "": "once"}
+_CHOICES: dict[str, PermissionReply] = {"o": "once", "a": "always", "r": "reject"}
 
 
 @dataclass
@@ -43,7 +43,11 @@ class Answerer:
             self.family.add(props.info.id)
 
     async def _read(self, prompt: str) -> str:
-        line = await asyncio.to_thread(self.console.input, prompt)
+        """A line typed at the terminal; end of input counts as an empty answer."""
+        try:
+            line = await asyncio.to_thread(self.console.input, Text(prompt))
+        except EOFError:
+            return ""
         return line.strip().lower()
 
     async def permission(self, request: PermissionRequest) -> None:
@@ -59,7 +63,7 @@ class Answerer:
             reply: PermissionReply = "once"
         elif self.interactive:
             choice = await self._read("  allow [o]nce, [a]lways, or [r]eject? ")
-            reply = _CHOICES.get(choice[:1], "reject")
+            reply = _CHOICES.get(choice[:1], "reject") if choice else "reject"
         else:
             reply = "reject"
             self.console.print(

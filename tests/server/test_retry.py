@@ -127,3 +127,19 @@ async def test_abort_during_the_backoff_ends_cleanly(
 def test_backoff_doubles_caps_and_yields_to_retry_after() -> None:
     assert [retry_delay(n, None) for n in range(1, 7)] == [2, 4, 8, 16, 30, 30]
     assert retry_delay(3, 1.5) == 1.5
+
+
+async def test_a_dropped_connection_is_retried(
+    http: httpx.AsyncClient, model: ScriptedModel
+) -> None:
+    def dropped(request: object) -> list[object]:
+        raise ConnectionResetError("connection reset by peer")
+
+    model.enqueue(dropped, text_reply("recovered"))  # type: ignore[arg-type]
+    async with Watch(http) as watch:
+        sid = await _start(http)
+        await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    retry = next(p for p in messages[1]["parts"] if p["type"] == "retry")
+    assert "ConnectionResetError" in retry["error"]["data"]["message"]
+    assert messages[1]["parts"][-2]["text"] == "recovered"

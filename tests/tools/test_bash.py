@@ -86,3 +86,14 @@ async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, proje
             break
         await asyncio.sleep(0.02)
     assert not _alive(child), "the background child survived the abort"
+
+
+async def test_workdir_runs_elsewhere_and_asks_when_outside(
+    ctx: ToolContext, project: Path, asks: Asks
+) -> None:
+    result = await bash.TOOL.run({"command": "pwd", "workdir": "src", "description": "in src"}, ctx)
+    assert result.output.strip() == str(project / "src")
+    await bash.TOOL.run({"command": "pwd", "workdir": "..", "description": "outside"}, ctx)
+    assert ("external_directory", [f"{project.parent}/*"]) in [
+        (p, pats) for p, pats, _ in asks.asks
+    ]

@@ -166,6 +166,12 @@ class Processor:
                         await handler(event)
                 await self._wait_tools()
                 return
+            except (ConnectionError, TimeoutError) as exc:  # a dropped or stalled stream
+                error = ProviderError(f"{type(exc).__name__}: {exc}", retryable=True)
+                if attempt >= MAX_RETRIES:
+                    raise error from exc
+                attempt += 1
+                await self._retry(attempt, error)
             except ProviderError as exc:
                 if not exc.retryable or attempt >= MAX_RETRIES:
                     raise

@@ -14,7 +14,9 @@ import time
 
 from pydantic import BaseModel, Field
 
+from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
+from partwire.tools.paths import resolve_path
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -30,6 +32,9 @@ class BashParams(BaseModel):
         ge=1,
         le=MAX_TIMEOUT_MS,
         description="Timeout in milliseconds (default 120000)",
+    )
+    workdir: str | None = Field(
+        default=None, description="Directory to run in (default: the project directory)"
     )
     description: str = Field(description="What the command does, in 5-10 words")
 
@@ -71,9 +76,12 @@ async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
         always=[f"{first_word} *"],
         metadata={"description": args.description},
     )
+    cwd = await resolve_path(ctx, args.workdir, directory=True) if args.workdir else ctx.project_dir
+    if not cwd.is_dir():
+        raise ToolError(f"workdir {args.workdir} is not a directory.")
     process = await asyncio.create_subprocess_exec(
         "/bin/bash", "-c", args.command,
-        cwd=ctx.project_dir,
+        cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

@@ -9,14 +9,13 @@ written stay linear in the length of the text.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from partwire import ids
-from partwire.errors import AbortedError, ProviderError, RejectedError, ToolError
+from partwire.errors import ProviderError
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest
 from partwire.schema.base import Tokens
@@ -33,7 +32,6 @@ from partwire.schema.part import (
     APIError,
     APIErrorData,
     CreatedTime,
-    FilePart,
     Part,
     PatchPart,
     ReasoningPart,
@@ -42,33 +40,18 @@ from partwire.schema.part import (
     StepStartPart,
     StreamTime,
     TextPart,
-    ToolPart,
 )
 from partwire.schema.session import SessionStatus, StatusBusy, StatusRetry
-from partwire.schema.tool_state import (
-    FinishedTime,
-    RunningTime,
-    ToolState,
-    ToolStateCompleted,
-    ToolStateError,
-    ToolStatePending,
-    ToolStateRunning,
-    check_transition,
-)
 from partwire.session.snapshot import Snapshots
+from partwire.session.toolcalls import ContextFactory, ToolCalls, ToolLookup
 from partwire.storage.base import Store
-from partwire.tools.base import MetadataUpdate, Tool, ToolContext, ToolResult
 
 FLUSH_MIN_CHARS = 16_384
-ABORTED_TOOL = "Tool execution aborted"
 
-ToolLookup = Callable[[str], Tool[Any] | None]
 StatusUpdate = Callable[[SessionStatus], Awaitable[None]]
 MAX_RETRIES = 5
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 30.0
-ContextFactory = Callable[[str, MetadataUpdate, asyncio.Event], ToolContext]
-DOOM_LOOP_THRESHOLD = 3
 
 
 def now_ms() -> int:
@@ -111,14 +94,16 @@ class Processor:
         self.store = store
         self.message = message
         self.model = model
-        self.tools = tools
-        self.make_context = make_context
-        self.recent_calls = list(recent_calls or [])
-        self.blocked = False
         self.streaming: dict[str, _Streaming] = {}
-        self.tool_parts: dict[str, ToolPart] = {}
-        self.tool_tasks: dict[str, asyncio.Task[None]] = {}
         self.abort = asyncio.Event()
+        self.calls = ToolCalls(
+            base=self._base,
+            save=self._save,
+            lookup=tools,
+            make_context=make_context,
+            recent=list(recent_calls or []),
+            abort=self.abort,
+        )
         self._handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
             "text-start": self._text_start,
             "text-delta": self._delta,
@@ -126,9 +111,9 @@ class Processor:
             "reasoning-start": self._reasoning_start,
             "reasoning-delta": self._delta,
             "reasoning-end": self._stream_end,
-            "tool-input-start": self._tool_input_start,
-            "tool-input-delta": self._tool_input_delta,
-            "tool-call": self._tool_call,
+            "tool-input-start": lambda e: self.calls.input_start(e.id, e.tool_name),
+            "tool-input-delta": lambda e: self.calls.input_delta(e.id, e.delta),
+            "tool-call": lambda e: self.calls.call(e.call_id, e.tool_name, e.input),
             "start-step": self._start_step,
             "finish-step": self._finish_step,
             "finish": self._finish,
@@ -164,7 +149,7 @@ class Processor:
                     handler = self._handlers.get(event.type)
                     if handler is not None:
                         await handler(event)
-                await self._wait_tools()
+                await self.calls.wait()
                 return
             except (ConnectionError, TimeoutError) as exc:  # a dropped or stalled stream
                 error = ProviderError(f"{type(exc).__name__}: {exc}", retryable=True)
@@ -199,7 +184,7 @@ class Processor:
         if self.set_status is not None:
             await self.set_status(StatusBusy())
         self.abort.clear()
-        self.tool_tasks.clear()
+        self.calls.tasks.clear()
 
     async def finish_aborted(self) -> AssistantMessage:
         await self._close_open("aborted")
@@ -283,121 +268,6 @@ class Processor:
         )
         await self._save(ended)
 
-    # ---- tools ---------------------------------------------------------------------------
-
-    async def _set_tool_state(self, call_id: str, state: ToolState) -> ToolPart:
-        part = self.tool_parts[call_id]
-        check_transition(part.state, state)
-        updated = part.model_copy(update={"state": state})
-        self.tool_parts[call_id] = updated
-        await self._save(updated)
-        return updated
-
-    async def _tool_input_start(self, event: Any) -> None:
-        part = ToolPart(
-            **self._base(),
-            call_id=event.id,
-            tool=event.tool_name,
-            state=ToolStatePending(),
-        )
-        self.tool_parts[event.id] = part
-        await self._save(part)
-
-    async def _tool_input_delta(self, event: Any) -> None:
-        part = self.tool_parts.get(event.id)
-        if part is None or not isinstance(part.state, ToolStatePending):
-            return
-        await self._set_tool_state(
-            event.id, ToolStatePending(input={}, raw=part.state.raw + event.delta)
-        )
-
-    async def _tool_call(self, event: Any) -> None:
-        if event.call_id not in self.tool_parts:
-            await self._tool_input_start(_InputStart(event.call_id, event.tool_name))
-        started = now_ms()
-        try:
-            args = json.loads(event.input or "{}")
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be a JSON object")
-        except ValueError as exc:
-            error = f"The {event.tool_name} tool input is not valid JSON ({exc}); send an object."
-            state = ToolStateError(
-                input={}, error=error, time=FinishedTime(start=started, end=now_ms())
-            )
-            await self._set_tool_state(event.call_id, state)
-            return
-        await self._set_tool_state(
-            event.call_id, ToolStateRunning(input=args, time=RunningTime(start=started))
-        )
-        self.tool_tasks[event.call_id] = asyncio.create_task(
-            self._execute(event.call_id, event.tool_name, args, started)
-        )
-
-    async def _execute(self, call_id: str, name: str, args: dict[str, Any], started: int) -> None:
-        tool = self.tools(name)
-        ctx = self._tool_context(call_id)
-        try:
-            if tool is None:
-                raise ToolError(f"There is no tool named {name}; use one of the tools offered.")
-            await self._check_doom_loop(ctx, name, args)
-            result = await tool.run(args, ctx)
-        except RejectedError as exc:
-            self.blocked = self.blocked or exc.feedback is None
-            state: ToolState = ToolStateError(
-                input=args, error=exc.message, time=FinishedTime(start=started, end=now_ms())
-            )
-        except (ToolError, AbortedError) as exc:
-            state = ToolStateError(
-                input=args, error=exc.message, time=FinishedTime(start=started, end=now_ms())
-            )
-        except OSError as exc:
-            state = ToolStateError(
-                input=args,
-                error=f"{name} failed: {exc}",
-                time=FinishedTime(start=started, end=now_ms()),
-            )
-        else:
-            state = ToolStateCompleted(
-                input=args,
-                output=result.output,
-                title=result.title,
-                metadata=result.metadata,
-                time=FinishedTime(start=started, end=now_ms()),
-                attachments=self._attachments(result) or None,
-            )
-        await self._set_tool_state(call_id, state)
-
-    async def _check_doom_loop(self, ctx: ToolContext, name: str, args: dict[str, Any]) -> None:
-        """The same call for the third time in a row needs the user's go-ahead."""
-        call = (name, json.dumps(args, sort_keys=True))
-        repeated = self.recent_calls[-(DOOM_LOOP_THRESHOLD - 1) :]
-        self.recent_calls.append(call)
-        if len(repeated) == DOOM_LOOP_THRESHOLD - 1 and all(c == call for c in repeated):
-            await ctx.ask(
-                "doom_loop", [name], always=[name], metadata={"tool": name, "input": args}
-            )
-
-    def _attachments(self, result: ToolResult) -> list[dict[str, Any]]:
-        return [
-            FilePart(**self._base(), mime=item.mime, url=item.url, filename=item.filename).wire()
-            for item in result.attachments
-        ]
-
-    def _tool_context(self, call_id: str) -> ToolContext:
-        async def update(title: str | None, metadata: dict[str, Any]) -> None:
-            part = self.tool_parts[call_id]
-            if isinstance(part.state, ToolStateRunning):
-                state = part.state.model_copy(
-                    update={"title": title or part.state.title, "metadata": metadata}
-                )
-                await self._set_tool_state(call_id, state)
-
-        return self.make_context(call_id, update, self.abort)
-
-    async def _wait_tools(self) -> None:
-        if self.tool_tasks:
-            await asyncio.gather(*self.tool_tasks.values())
-
     # ---- steps and the end ---------------------------------------------------------------
 
     async def _start_step(self, event: Any) -> None:
@@ -406,7 +276,7 @@ class Processor:
         await self._save(StepStartPart(**self._base(), snapshot=self.step_snapshot))
 
     async def _finish_step(self, event: Any) -> None:
-        await self._wait_tools()  # the step's tools belong to it: their changes too
+        await self.calls.wait()  # the step's tools belong to it: their changes too
         end_snapshot = await self._record_patch()
         usage = event.usage
         tokens = Tokens(
@@ -452,38 +322,19 @@ class Processor:
             retry_after_s=event.retry_after_s,
         )
 
+    @property
+    def blocked(self) -> bool:
+        """A tool's permission or question was rejected without feedback: stop the loop."""
+        return self.calls.blocked
+
     async def _close_open(self, why: str) -> None:
         """Bring every open part to a terminal state (abort or failure)."""
         self.abort.set()
-        for task in self.tool_tasks.values():
-            task.cancel()
-        if self.tool_tasks:
-            await asyncio.gather(*self.tool_tasks.values(), return_exceptions=True)
+        await self.calls.cancel()
         for current in list(self.streaming.values()):
             await self._end_streaming(current)
         self.streaming.clear()
-        now = now_ms()
-        for call_id, part in list(self.tool_parts.items()):
-            state = part.state
-            if isinstance(state, ToolStatePending | ToolStateRunning):
-                start = state.time.start if isinstance(state, ToolStateRunning) else now
-                error = {
-                    "aborted": ABORTED_TOOL,
-                    "retry": "The model call failed before this tool ran; it was retried",
-                }.get(why, "The model call failed")
-                await self._set_tool_state(
-                    call_id,
-                    ToolStateError(
-                        input=state.input, error=error, time=FinishedTime(start=start, end=now)
-                    ),
-                )
-
-
-@dataclass(frozen=True)
-class _InputStart:
-    id: str
-    tool_name: str
-    type: str = "tool-input-start"
+        await self.calls.fail_open(why)
 
 
 def message_event(message: AssistantMessage) -> Draft:

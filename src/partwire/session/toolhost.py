@@ -22,6 +22,58 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class _CallScope:
+    """One tool call's view of the session: who it is, and the services bound to it."""
+
+    host: ToolHost
+    session_id: str
+    tool: ToolRef
+    agent: Agent
+    model: ModelRef
+    update_metadata: MetadataUpdate
+
+    async def ask(
+        self,
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        await self.host.permissions.ask(
+            session_id=self.session_id,
+            permission=permission,
+            patterns=patterns,
+            agent_rules=self.agent.permission,
+            always=always,
+            metadata=metadata,
+            tool=self.tool,
+        )
+
+    async def questions(self, items: list[QuestionInfo]) -> list[list[str]]:
+        return await self.host.questions.ask(self.session_id, items, self.tool)
+
+    async def get_todos(self) -> list[Todo]:
+        return await self.host.store.get_todos(self.session_id)
+
+    async def set_todos(self, todos: list[Todo]) -> None:
+        event = TodoUpdated(TodoProps(session_id=self.session_id, todos=todos))
+        await self.host.store.put_todos(self.session_id, todos, [event])
+
+    async def subtask(self, *, agent: str, description: str, prompt: str) -> tuple[str, str]:
+        runner = self.host.subtasks
+        assert runner is not None
+        return await runner.run(
+            parent_id=self.session_id,
+            model=self.model,
+            agent=agent,
+            description=description,
+            prompt=prompt,
+            progress=self.update_metadata,
+        )
+
+
+@dataclass
 class ToolHost:
     store: Store
     permissions: Permissions
@@ -42,34 +94,7 @@ class ToolHost:
         update_metadata: MetadataUpdate,
     ) -> ToolContext:
         tool = ToolRef(message_id=message_id, call_id=call_id)
-
-        async def ask(
-            permission: str,
-            patterns: Sequence[str],
-            *,
-            always: Sequence[str] | None = None,
-            metadata: dict[str, Any] | None = None,
-        ) -> None:
-            await self.permissions.ask(
-                session_id=session_id,
-                permission=permission,
-                patterns=patterns,
-                agent_rules=agent.permission,
-                always=always,
-                metadata=metadata,
-                tool=tool,
-            )
-
-        async def questions(items: list[QuestionInfo]) -> list[list[str]]:
-            return await self.questions.ask(session_id, items, tool)
-
-        async def get_todos() -> list[Todo]:
-            return await self.store.get_todos(session_id)
-
-        async def set_todos(todos: list[Todo]) -> None:
-            event = TodoUpdated(TodoProps(session_id=session_id, todos=todos))
-            await self.store.put_todos(session_id, todos, [event])
-
+        scope = _CallScope(self, session_id, tool, agent, model, update_metadata)
         context = ToolContext(
             session_id=session_id,
             message_id=message_id,
@@ -80,22 +105,10 @@ class ToolHost:
             messages=history,
             output_dir=self.settings.data_dir / "tool-output",
             update_metadata=update_metadata,
-            asker=ask,
-            questions=questions,
-            todos=TodoAccess(get_todos, set_todos),
+            asker=scope.ask,
+            questions=scope.questions,
+            todos=TodoAccess(scope.get_todos, scope.set_todos),
         )
-        runner = self.subtasks
-        if runner is not None:
-
-            async def subtask(*, agent: str, description: str, prompt: str) -> tuple[str, str]:
-                return await runner.run(
-                    parent_id=session_id,
-                    model=model,
-                    agent=agent,
-                    description=description,
-                    prompt=prompt,
-                    progress=update_metadata,
-                )
-
-            context.subtasks = subtask
+        if self.subtasks is not None:
+            context.subtasks = scope.subtask
         return context

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
@@ -15,12 +13,6 @@ from tests.reference import validate
 from tests.scripted import ScriptedModel, finish, text_reply, tool_reply
 from tests.server.test_permission import SCRIPTED, _start
 from tests.server.watch import Watch
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 def _big_tool_step() -> list[StreamEvent]:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.server.watch import Watch
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 async def _demo(http: httpx.AsyncClient, text: str, agent: str = "build") -> tuple[str, Watch]:

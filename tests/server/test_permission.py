@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,6 @@ from tests.scripted import ScriptedModel, text_reply, tool_reply
 from tests.server.watch import Watch
 
 SCRIPTED = {"providerID": "scripted", "modelID": "scripted"}
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 async def _start(http: httpx.AsyncClient, text: str = "go", **extra: Any) -> str:

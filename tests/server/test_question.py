@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.reference import response_schema, validate, validate_schema
 from tests.scripted import ScriptedModel, text_reply, tool_reply
@@ -30,12 +28,6 @@ QUESTIONS = {
         },
     ]
 }
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 def _question_or_tool(event: dict[str, Any]) -> bool:

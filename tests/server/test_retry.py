@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest
 
 from partwire.providers.stream import StartStep, StreamError, StreamStart, TextDelta, TextStart
 from partwire.session.processor import MAX_RETRIES, retry_delay
@@ -23,12 +20,6 @@ def _overloaded(after_text: bool = False) -> list[object]:
         *partial,
         StreamError("Overloaded", retryable=True, status_code=529, retry_after_s=0.05),
     ]
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 async def test_a_retryable_error_is_retried_visibly_then_succeeds(

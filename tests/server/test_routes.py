@@ -11,12 +11,6 @@ from tests.reference import document, response_schema, validate, validate_schema
 from tests.scripted import ScriptedModel, text_reply, tool_reply
 
 
-@pytest.fixture
-async def http(server: str) -> httpx.AsyncClient:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c  # type: ignore[misc]
-
-
 async def _session(http: httpx.AsyncClient) -> str:
     response = await http.post("/session", json={})
     assert response.status_code == 200

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import httpx
-import pytest
 
 from partwire.providers.stream import StartStep, StreamStart, TextDelta, TextStart
 from tests.reference import validate
@@ -19,12 +17,6 @@ TASK = {
     "prompt": "Read src/app.py and count",
     "subagent_type": "general",
 }
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 async def test_task_runs_a_child_session_and_returns_its_answer(

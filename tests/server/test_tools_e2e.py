@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -18,12 +17,6 @@ from tests.server.watch import Watch
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
-
-
-@pytest.fixture
-async def http(server: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
-        yield c
 
 
 async def _prompt(http: httpx.AsyncClient, agent: str = "build") -> str:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,6 +11,7 @@ from partwire.errors import RejectedError, ToolArgumentsError, ToolError
 from partwire.tools import glob, read
 from partwire.tools import list as list_tool
 from partwire.tools.base import ToolContext
+from tests.tools.conftest import Asks
 
 
 def _ctx(project: Path) -> ToolContext:
@@ -44,25 +43,6 @@ async def test_read_binary_and_directory_are_clear_errors(project: Path) -> None
         await read.TOOL.run({"filePath": "src"}, _ctx(project))
 
 
-class Recorder:
-    """An asker that records every ask and rejects leaving the project."""
-
-    def __init__(self) -> None:
-        self.asks: list[tuple[str, list[str]]] = []
-
-    async def __call__(
-        self,
-        permission: str,
-        patterns: Sequence[str],
-        *,
-        always: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        self.asks.append((permission, list(patterns)))
-        if permission == "external_directory":
-            raise RejectedError("The user rejected permission to use this tool.")
-
-
 @pytest.mark.parametrize(
     "escape", ["../secret.txt", "src/../../secret.txt", "ABSOLUTE", "link.txt"]
 )
@@ -70,20 +50,20 @@ async def test_paths_outside_the_project_ask_external_directory(project: Path, e
     outside = project.parent / "secret.txt"
     os.symlink(outside, project / "link.txt")
     path = str(outside) if escape == "ABSOLUTE" else escape
-    ctx, recorder = _ctx(project), Recorder()
+    ctx, recorder = _ctx(project), Asks(reject=["external_directory"])
     ctx.asker = recorder
     with pytest.raises(RejectedError):
         await read.TOOL.run({"filePath": path}, ctx)
-    assert recorder.asks == [("external_directory", [f"{project.parent}/*"])]
+    assert [a[:2] for a in recorder.asks] == [("external_directory", [f"{project.parent}/*"])]
     with pytest.raises(RejectedError):
         await list_tool.TOOL.run({"path": ".." if escape != "ABSOLUTE" else "/"}, ctx)
 
 
 async def test_paths_inside_the_project_only_ask_the_tools_own_permission(project: Path) -> None:
-    ctx, recorder = _ctx(project), Recorder()
+    ctx, recorder = _ctx(project), Asks(reject=["external_directory"])
     ctx.asker = recorder
     await read.TOOL.run({"filePath": "src/../README.md"}, ctx)
-    assert recorder.asks == [("read", [str(project / "README.md")])]
+    assert [a[:2] for a in recorder.asks] == [("read", [str(project / "README.md")])]
 
 
 async def test_invalid_arguments_are_explained_for_the_model(project: Path) -> None:

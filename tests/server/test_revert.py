@@ -176,3 +176,30 @@ async def test_revert_and_fork_errors(http: httpx.AsyncClient) -> None:
         await http.post(f"/session/{sid}/fork", json={"messageID": "msg_nope"})
     ).status_code == 404
     assert (await http.post("/session/ses_nope/unrevert")).status_code == 404
+
+
+async def test_revert_to_a_part_keeps_what_came_before_it(
+    http: httpx.AsyncClient, model: ScriptedModel, repo: Path
+) -> None:
+    sid = await _session_with_edits(http, model)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    write_step = messages[4]  # the assistant message whose tool wrote added.txt
+    tool = next(p for p in write_step["parts"] if p["type"] == "tool")
+    response = await http.post(
+        f"/session/{sid}/revert", json={"messageID": write_step["info"]["id"], "partID": tool["id"]}
+    )
+    assert response.json()["revert"]["partID"] == tool["id"]
+    assert not (repo / "added.txt").exists()
+    assert "An edited project." in (repo / "README.md").read_text()  # an earlier step: kept
+    model.enqueue(text_reply("again"))
+    async with Watch(http) as watch:
+        await _run(http, sid, "next")
+        removed = [
+            e["properties"]["partID"] for e in watch.events if e["type"] == "message.part.removed"
+        ]
+    kept = (await http.get(f"/session/{sid}/message")).json()[4]
+    assert kept["info"]["id"] == write_step["info"]["id"]
+    assert [p["id"] for p in kept["parts"]] == [
+        p["id"] for p in write_step["parts"] if p["id"] < tool["id"]
+    ]
+    assert tool["id"] in removed

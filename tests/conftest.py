@@ -25,7 +25,11 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, project: Path) -> Settings:
-    env = {"PARTWIRE_DEMO_DELAY_MS": "0", "PARTWIRE_HEARTBEAT_S": "30"}
+    env = {
+        "PARTWIRE_DEMO_DELAY_MS": "0",
+        "PARTWIRE_HEARTBEAT_S": "30",
+        "PARTWIRE_CONFIG_DIR": str(tmp_path / "config"),
+    }
     return load_settings(project_dir=project, data_dir=tmp_path / "data", env=env)
 
 

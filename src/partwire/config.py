@@ -1,14 +1,53 @@
-"""Settings: the only module that reads the environment or settings files."""
+"""Settings: the only module that reads the environment or settings files.
+
+Sources, later ones winning: the user's ``partwire.json`` (user config dir, or
+``PARTWIRE_CONFIG_DIR``), the project's ``partwire.json``, environment variables,
+explicit arguments. String values may say ``{env:NAME}`` to take a secret from
+the environment. ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable those
+providers without a file.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import platformdirs
 
 from partwire.errors import ConfigError
+
+Api = Literal["openai", "openai-responses", "openai-compatible", "anthropic"]
+APIS: tuple[Api, ...] = ("openai", "openai-responses", "openai-compatible", "anthropic")
+CONFIG_FILE = "partwire.json"
+_ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    id: str
+    name: str | None = None
+    context: int | None = None
+    output: int | None = None
+    cost: dict[str, float] | None = (
+        None  # USD per million tokens: input, output, cache_read, cache_write
+    )
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    id: str
+    api: Api
+    api_key: str | None = field(default=None, repr=False)  # never printed, logged or served
+    base_url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 600.0
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4096
@@ -27,7 +66,9 @@ class Settings:
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     event_log_retain: int = DEFAULT_EVENT_LOG_RETAIN
     default_model: str = "demo/demo"
-    extra: dict[str, str] = field(default_factory=dict)
+    providers: dict[str, ProviderConfig] = field(default_factory=dict)
+    config_files: tuple[Path, ...] = ()
+    raw_config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def database_path(self) -> Path:
@@ -47,24 +88,122 @@ def _float_env(env: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def _substitute(value: Any, env: dict[str, str], where: Path) -> Any:
+    if isinstance(value, str):
+
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in env:
+                raise ConfigError(f"{where}: {{env:{name}}} is used but {name} is not set")
+            return env[name]
+
+        return _ENV_REF.sub(lookup, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, env, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, env, where) for v in value]
+    return value
+
+
+def _read(path: Path, env: dict[str, str]) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a JSON object")
+    result: dict[str, Any] = _substitute(data, env, path)
+    return result
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of two config objects; ``override`` wins."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _model(model_id: str, raw: Any) -> ModelConfig:
+    raw = raw if isinstance(raw, dict) else {}
+    limit = raw.get("limit") or {}
+    cost = raw.get("cost")
+    return ModelConfig(
+        id=model_id,
+        name=raw.get("name"),
+        context=limit.get("context"),
+        output=limit.get("output"),
+        cost={k: float(v) for k, v in cost.items()} if isinstance(cost, dict) else None,
+    )
+
+
+def _provider(provider_id: str, raw: dict[str, Any], env: dict[str, str]) -> ProviderConfig:
+    default_api: Api = (
+        "anthropic"
+        if provider_id == "anthropic"
+        else ("openai" if provider_id == "openai" else "openai-compatible")
+    )
+    api = raw.get("api", default_api)
+    if api not in APIS:
+        raise ConfigError(f"provider.{provider_id}.api is {api!r}; use one of {', '.join(APIS)}")
+    options = raw.get("options") or {}
+    key = options.get("apiKey") or env.get(_KEY_ENV.get(provider_id, ""))
+    timeout = options.get("timeout")
+    return ProviderConfig(
+        id=provider_id,
+        api=api,
+        api_key=key,
+        base_url=options.get("baseURL"),
+        headers=dict(options.get("headers") or {}),
+        timeout_s=float(timeout) / 1000 if timeout else 600.0,
+        models={mid: _model(mid, m) for mid, m in (raw.get("models") or {}).items()},
+    )
+
+
+def _providers(config: dict[str, Any], env: dict[str, str]) -> dict[str, ProviderConfig]:
+    raw_providers = dict(config.get("provider") or {})
+    for provider_id, variable in _KEY_ENV.items():
+        if env.get(variable):
+            raw_providers.setdefault(provider_id, {})
+    return {pid: _provider(pid, raw or {}, env) for pid, raw in raw_providers.items()}
+
+
+def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
+    user_dir = Path(
+        env.get("PARTWIRE_CONFIG_DIR") or platformdirs.user_config_dir("partwire", appauthor=False)
+    )
+    return [p for p in (user_dir / CONFIG_FILE, project_dir / CONFIG_FILE) if p.is_file()]
+
+
 def load_settings(
     *,
     project_dir: Path | None = None,
     data_dir: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
-    """Build settings from explicit arguments, then environment, then defaults."""
+    """Build settings from explicit arguments, environment, config files, then defaults."""
     source = dict(os.environ) if env is None else env
+    project = (project_dir or Path.cwd()).resolve()
+    files = config_paths(project, source)
+    config: dict[str, Any] = {}
+    for path in files:
+        config = merge(config, _read(path, source))
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
     return Settings(
         data_dir=resolved_data.expanduser().resolve(),
-        project_dir=(project_dir or Path.cwd()).resolve(),
+        project_dir=project,
         demo_delay_ms=_float_env(source, "PARTWIRE_DEMO_DELAY_MS", DEFAULT_DEMO_DELAY_MS),
         heartbeat_s=_float_env(source, "PARTWIRE_HEARTBEAT_S", DEFAULT_HEARTBEAT_S),
         event_log_retain=int(
             _float_env(source, "PARTWIRE_EVENT_LOG_RETAIN", DEFAULT_EVENT_LOG_RETAIN)
         ),
-        default_model=source.get("PARTWIRE_MODEL") or "demo/demo",
+        default_model=source.get("PARTWIRE_MODEL") or config.get("model") or "demo/demo",
+        providers=_providers(config, source),
+        config_files=tuple(files),
+        raw_config=config,
     )

@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class PartwireError(Exception):
     """Base of every error partwire raises on purpose."""
@@ -95,7 +97,12 @@ class RejectedError(ToolError):
         self.feedback = feedback
 
 
+ProviderErrorKind = Literal["api", "auth", "context_overflow", "output_length", "content_filter"]
+
+
 class ProviderError(PartwireError):
+    """A model call failed. ``kind`` picks the named error the message ends with."""
+
     def __init__(
         self,
         message: str,
@@ -103,11 +110,15 @@ class ProviderError(PartwireError):
         retryable: bool = False,
         status_code: int | None = None,
         retry_after_s: float | None = None,
+        kind: ProviderErrorKind = "api",
+        provider_id: str = "",
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status_code = status_code
         self.retry_after_s = retry_after_s
+        self.kind = kind
+        self.provider_id = provider_id
 
 
 class AbortedError(PartwireError):

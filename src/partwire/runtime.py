@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
 from partwire.permission import Permissions
-from partwire.providers.registry import load_builtin_providers
+from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.session.loop import SessionLoop
@@ -33,10 +33,11 @@ class Runtime:
     loop: SessionLoop
     sessions: Sessions
     disposed: bool = False
+    closers: list[Closer] = field(default_factory=list)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
-        load_builtin_providers()
+        closers = load_builtin_providers(settings)
         load_builtin_tools()
         bus = Bus()
         store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
@@ -47,7 +48,9 @@ class Runtime:
         loop = SessionLoop(store, status, settings, host, reverts)
         sessions = Sessions(store, loop, settings)
         host.subtasks = SubtaskRunner(sessions, loop, bus)
-        return cls(settings, bus, store, status, permissions, questions, loop, sessions)
+        return cls(
+            settings, bus, store, status, permissions, questions, loop, sessions, closers=closers
+        )
 
     async def start(self) -> None:
         await self.store.open()
@@ -64,4 +67,6 @@ class Runtime:
     async def stop(self) -> None:
         self.announce_shutdown()
         await self.loop.shutdown()
+        for close in self.closers:
+            await close()
         await self.store.close()

@@ -2,29 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from partwire.config import Settings
 from partwire.errors import BadRequestError
 from partwire.providers.base import LanguageModel
 
 ModelFactory = Callable[[str, Settings], LanguageModel]
+Closer = Callable[[], Awaitable[None]]
 
-_PROVIDERS: dict[str, tuple[ModelFactory, tuple[str, ...]]] = {}
+_PROVIDERS: dict[str, tuple[ModelFactory, tuple[str, ...], bool]] = {}
 
 
-def register_provider(provider_id: str, factory: ModelFactory, models: tuple[str, ...]) -> None:
-    """Make ``provider_id/<model>`` resolvable; ``models`` lists the known model ids."""
-    _PROVIDERS[provider_id] = (factory, models)
+def register_provider(
+    provider_id: str, factory: ModelFactory, models: tuple[str, ...], *, open_ended: bool = False
+) -> None:
+    """Make ``provider_id/<model>`` resolvable; ``models`` lists the known model ids.
+
+    ``open_ended`` providers accept any model id (the API itself says if it is wrong).
+    """
+    _PROVIDERS[provider_id] = (factory, models, open_ended)
 
 
 def available_models() -> list[str]:
-    return [f"{pid}/{mid}" for pid, (_, models) in _PROVIDERS.items() for mid in models]
+    return [f"{pid}/{mid}" for pid, (_, models, _) in _PROVIDERS.items() for mid in models]
+
+
+def providers() -> dict[str, tuple[str, ...]]:
+    return {pid: models for pid, (_, models, _) in _PROVIDERS.items()}
 
 
 def resolve_model(provider_id: str, model_id: str, settings: Settings) -> LanguageModel:
     entry = _PROVIDERS.get(provider_id)
-    if entry is None or model_id not in entry[1]:
+    if entry is None or (model_id not in entry[1] and not entry[2]):
         raise BadRequestError(
             f"Unknown model {provider_id}/{model_id}; "
             f"available: {', '.join(available_models()) or 'none'}",
@@ -41,7 +51,13 @@ def parse_model_ref(ref: str) -> tuple[str, str]:
     return provider_id, model_id
 
 
-def load_builtin_providers() -> None:
+def load_builtin_providers(settings: Settings | None = None) -> list[Closer]:
+    """Register the demo model and the configured providers; returns what to close at exit."""
     from partwire.providers import demo
 
     demo.register()
+    if settings is None or not settings.providers:
+        return []
+    from partwire.providers import configured  # the SDKs load only when a provider is set up
+
+    return [client.close for client in configured.register(settings)]

@@ -65,7 +65,10 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningEnd:
+    """``metadata`` keeps what the provider needs back next turn (e.g. a signature)."""
+
     id: str
+    metadata: dict[str, Any] | None = None
     type: Literal["reasoning-end"] = "reasoning-end"
 
 
@@ -118,6 +121,7 @@ class StreamError:
     retryable: bool = False
     status_code: int | None = None
     retry_after_s: float | None = None
+    kind: Literal["api", "auth", "context_overflow", "output_length", "content_filter"] = "api"
     type: Literal["error"] = "error"
 
 
@@ -149,9 +153,25 @@ SUMMARY_PROMPT = (
 
 
 @dataclass(frozen=True, slots=True)
+class FileRef:
+    """A file the user attached: a data: URL or an http(s) URL."""
+
+    mime: str
+    url: str
+    filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UserTurn:
     text: str
+    files: tuple[FileRef, ...] = ()
     role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningRecord:
+    text: str
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +185,7 @@ class ToolCallRecord:
 class AssistantTurn:
     text: str
     tool_calls: tuple[ToolCallRecord, ...] = ()
+    reasoning: tuple[ReasoningRecord, ...] = ()
     role: Literal["assistant"] = "assistant"
 
 

@@ -48,8 +48,29 @@ class MessageAbortedError(WireModel):
     data: MessageData
 
 
+class ContextOverflowData(WireModel):
+    message: str
+    response_body: str | None = Field(default=None, alias="responseBody")
+
+
+class ContextOverflowError(WireModel):
+    name: Literal["ContextOverflowError"] = "ContextOverflowError"
+    data: ContextOverflowData
+
+
+class ContentFilterError(WireModel):
+    name: Literal["ContentFilterError"] = "ContentFilterError"
+    data: MessageData
+
+
 MessageError = Annotated[
-    ProviderAuthError | UnknownError | MessageOutputLengthError | MessageAbortedError | APIError,
+    ProviderAuthError
+    | UnknownError
+    | MessageOutputLengthError
+    | MessageAbortedError
+    | ContextOverflowError
+    | ContentFilterError
+    | APIError,
     Field(discriminator="name"),
 ]
 

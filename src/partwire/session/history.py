@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from partwire.providers.stream import AssistantTurn, ToolCallRecord, ToolResultTurn, Turn, UserTurn
+from partwire.providers.stream import (
+    AssistantTurn,
+    FileRef,
+    ReasoningRecord,
+    ToolCallRecord,
+    ToolResultTurn,
+    Turn,
+    UserTurn,
+)
 from partwire.schema.message import AssistantMessage, MessageWithParts
-from partwire.schema.part import AgentPart, TextPart, ToolPart
+from partwire.schema.part import AgentPart, FilePart, ReasoningPart, TextPart, ToolPart
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import CLEARED, compaction_part, filter_compacted
@@ -27,8 +35,20 @@ def _user_text(entry: MessageWithParts) -> str:
 COMPACTION_QUESTION = "What did we do so far?"
 
 
+def _user_turn(entry: MessageWithParts) -> UserTurn:
+    files = tuple(
+        FileRef(mime=p.mime, url=p.url, filename=p.filename)
+        for p in entry.parts
+        if isinstance(p, FilePart)
+    )
+    return UserTurn(_user_text(entry), files)
+
+
 def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
     text = "".join(p.text for p in entry.parts if isinstance(p, TextPart))
+    reasoning = tuple(
+        ReasoningRecord(p.text, p.metadata) for p in entry.parts if isinstance(p, ReasoningPart)
+    )
     calls: list[ToolCallRecord] = []
     results: list[Turn] = []
     for part in entry.parts:
@@ -43,7 +63,7 @@ def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
         else:
             continue
         calls.append(ToolCallRecord(part.call_id, part.tool, state.input))
-    return [AssistantTurn(text, tuple(calls)), *results]
+    return [AssistantTurn(text, tuple(calls), reasoning), *results]
 
 
 def to_turns(history: list[MessageWithParts]) -> tuple[Turn, ...]:
@@ -55,5 +75,5 @@ def to_turns(history: list[MessageWithParts]) -> tuple[Turn, ...]:
         elif compaction_part(entry) is not None:
             turns.append(UserTurn(COMPACTION_QUESTION))
         else:
-            turns.append(UserTurn(_user_text(entry)))
+            turns.append(_user_turn(entry))
     return tuple(turns)

@@ -79,6 +79,7 @@ class _Run:
     aborted: bool = False
     blocked: bool = False  # the user rejected a permission or question: stop after this step
     resume_after_compaction: bool = False
+    compacted_for_overflow: bool = False
 
 
 class SessionLoop:
@@ -205,7 +206,13 @@ class SessionLoop:
             if _answered(history, user):
                 break
             last = await self._step(session_id, run, user, history)
-            if last.error is not None:
+            if _overflowed(last) and not run.compacted_for_overflow and not run.aborted:
+                # the provider refused the request as too long: summarize, then go on
+                run.compacted_for_overflow = True
+                session = await self.store.get_session(session_id)
+                await store_compaction_request(self.store, session, user, auto=True, overflow=True)
+                run.resume_after_compaction = True
+            elif last.error is not None:
                 await self.store.publish(
                     [SessionError(SessionErrorProps(session_id=session_id, error=last.error))]
                 )
@@ -382,6 +389,10 @@ def _recent_calls(history: list[MessageWithParts]) -> list[tuple[str, str]]:
             if isinstance(part, ToolPart) and part.state.status in ("completed", "error"):
                 calls.append((part.tool, json.dumps(part.state.input, sort_keys=True)))
     return calls
+
+
+def _overflowed(message: AssistantMessage) -> bool:
+    return message.error is not None and message.error.name == "ContextOverflowError"
 
 
 def _answered(history: list[MessageWithParts], user: UserMessage) -> bool:

@@ -27,7 +27,19 @@ from partwire.schema.event import (
     PartUpdatedProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.message import AssistantMessage, aborted_error, unknown_error
+from partwire.schema.message import (
+    AssistantMessage,
+    ContentFilterError,
+    ContextOverflowData,
+    ContextOverflowError,
+    MessageData,
+    MessageError,
+    MessageOutputLengthError,
+    ProviderAuthError,
+    ProviderAuthErrorData,
+    aborted_error,
+    unknown_error,
+)
 from partwire.schema.part import (
     APIError,
     APIErrorData,
@@ -133,7 +145,7 @@ class Processor:
             return await self.finish_aborted()
         except ProviderError as exc:
             await self._close_open("error")
-            self.message = self.message.model_copy(update={"error": _api_error(exc)})
+            self.message = self.message.model_copy(update={"error": message_error(exc)})
         except Exception as exc:  # a bug or a provider that broke its contract
             await self._close_open("error")
             self.message = self.message.model_copy(
@@ -256,6 +268,9 @@ class Processor:
 
     async def _stream_end(self, event: Any) -> None:
         current = self._streaming_for(event)
+        metadata = getattr(event, "metadata", None)
+        if metadata:
+            current.part = current.part.model_copy(update={"metadata": metadata})
         await self._end_streaming(current)
         key = "reasoning:" + event.id if event.type.startswith("reasoning") else event.id
         self.streaming.pop(key, None)
@@ -312,7 +327,10 @@ class Processor:
         return end
 
     async def _finish(self, event: Any) -> None:
-        self.message = self.message.model_copy(update={"finish": event.finish_reason})
+        update: dict[str, Any] = {"finish": event.finish_reason}
+        if event.finish_reason == "length":  # the answer was cut at the output limit
+            update["error"] = MessageOutputLengthError()
+        self.message = self.message.model_copy(update=update)
 
     async def _error(self, event: Any) -> None:
         raise ProviderError(
@@ -320,6 +338,8 @@ class Processor:
             retryable=event.retryable,
             status_code=event.status_code,
             retry_after_s=event.retry_after_s,
+            kind=event.kind,
+            provider_id=self.model.provider_id,
         )
 
     @property
@@ -346,6 +366,21 @@ def retry_delay(attempt: int, retry_after_s: float | None) -> float:
     if retry_after_s is not None:
         return max(0.0, retry_after_s)
     return float(min(RETRY_BASE_S * 2 ** (attempt - 1), RETRY_MAX_S))
+
+
+def message_error(exc: ProviderError) -> MessageError:
+    """The named error a message ends with when its model call failed."""
+    if exc.kind == "auth":
+        return ProviderAuthError(
+            data=ProviderAuthErrorData(provider_id=exc.provider_id, message=exc.message)
+        )
+    if exc.kind == "context_overflow":
+        return ContextOverflowError(data=ContextOverflowData(message=exc.message))
+    if exc.kind == "output_length":
+        return MessageOutputLengthError()
+    if exc.kind == "content_filter":
+        return ContentFilterError(data=MessageData(message=exc.message))
+    return _api_error(exc)
 
 
 def _api_error(exc: ProviderError) -> APIError:

@@ -1,0 +1,90 @@
+"""The providers named in the settings, built on pydantic-ai models with our own SDK clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from anthropic import AsyncAnthropic
+from openai import AsyncOpenAI
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from partwire.config import ProviderConfig, Settings
+from partwire.providers.base import LanguageModel
+from partwire.providers.library import LibraryModel
+from partwire.providers.registry import register_provider
+
+DEFAULT_CONTEXT = 128_000
+
+
+class ProviderClient:
+    """One SDK client per configured provider (pooled connections), made on first use.
+
+    SDK retries are off (``max_retries=0``): the session loop retries, visibly.
+    """
+
+    def __init__(self, config: ProviderConfig) -> None:
+        self.config = config
+        self._openai: AsyncOpenAI | None = None
+        self._anthropic: AsyncAnthropic | None = None
+
+    def model(self, model_id: str) -> Model:
+        if self.config.api == "anthropic":
+            return AnthropicModel(
+                model_id, provider=AnthropicProvider(anthropic_client=self._anthropic_client())
+            )
+        provider = OpenAIProvider(openai_client=self._openai_client())
+        if self.config.api == "openai-responses":
+            return OpenAIResponsesModel(model_id, provider=provider)
+        return OpenAIChatModel(model_id, provider=provider)
+
+    def _openai_client(self) -> AsyncOpenAI:
+        if self._openai is None:
+            self._openai = AsyncOpenAI(
+                api_key=self.config.api_key or "not-needed",  # local servers need no key
+                base_url=self.config.base_url,
+                default_headers=self.config.headers or None,
+                timeout=self.config.timeout_s,
+                max_retries=0,
+            )
+        return self._openai
+
+    def _anthropic_client(self) -> AsyncAnthropic:
+        if self._anthropic is None:
+            self._anthropic = AsyncAnthropic(
+                api_key=self.config.api_key or "",
+                base_url=self.config.base_url,
+                default_headers=self.config.headers or None,
+                timeout=self.config.timeout_s,
+                max_retries=0,
+            )
+        return self._anthropic
+
+    async def close(self) -> None:
+        if self._openai is not None:
+            await self._openai.close()
+            self._openai = None
+        if self._anthropic is not None:
+            await self._anthropic.close()
+            self._anthropic = None
+
+
+def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
+    def make(model_id: str, settings: Settings) -> LanguageModel:
+        known = client.config.models.get(model_id)
+        context = (known.context if known else None) or DEFAULT_CONTEXT
+        return LibraryModel(client.config.id, model_id, lambda: client.model(model_id), context)
+
+    return make
+
+
+def register(settings: Settings) -> list[ProviderClient]:
+    """Register every configured provider; the caller closes the clients at shutdown."""
+    clients = [ProviderClient(config) for config in settings.providers.values()]
+    for client in clients:
+        models = tuple(client.config.models)
+        register_provider(client.config.id, _factory(client), models, open_ended=True)
+    return clients

@@ -1,0 +1,193 @@
+"""Full sessions through partwire against a mock OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import httpx
+import pytest
+import uvicorn
+
+from partwire.config import ProviderConfig, Settings
+from partwire.server.runner import serve_in_background
+from tests.providers.mock_openai import Failure, MockOpenAI, text, tool_call
+from tests.reference import validate
+from tests.server.watch import Watch
+
+SECRET = "sk-test-secret-key-123"
+
+
+@contextlib.asynccontextmanager
+async def serve_app(app: object) -> AsyncIterator[str]:
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))  # type: ignore[arg-type]
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the mock server stopped before it started"
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+def mock() -> MockOpenAI:
+    return MockOpenAI()
+
+
+@pytest.fixture
+async def http(settings: Settings, mock: MockOpenAI) -> AsyncIterator[httpx.AsyncClient]:
+    async with serve_app(mock.app()) as mock_url:
+        provider = ProviderConfig(
+            id="mock", api="openai-compatible", base_url=f"{mock_url}/v1", api_key=SECRET
+        )
+        configured = replace(
+            settings, providers={"mock": provider}, default_model="mock/mock-model"
+        )
+        async with (
+            serve_in_background(configured) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as c,
+        ):
+            yield c
+
+
+async def _prompt(http: httpx.AsyncClient, text_: str) -> tuple[str, dict[str, object]]:
+    sid = (await http.post("/session", json={})).json()["id"]
+    response = await http.post(
+        f"/session/{sid}/message", json={"parts": [{"type": "text", "text": text_}]}
+    )
+    assert response.status_code == 200, response.text
+    return str(sid), response.json()
+
+
+async def test_text_reasoning_and_usage(http: httpx.AsyncClient, mock: MockOpenAI) -> None:
+    mock.script.append(text("Hello", " world", reasoning="thinking hard"))
+    _, answer = await _prompt(http, "hi")
+    info, parts = answer["info"], answer["parts"]  # type: ignore[index]
+    validate("AssistantMessage", info)
+    assert info["providerID"] == "mock" and info["modelID"] == "mock-model"  # type: ignore[index]
+    kinds = [p["type"] for p in parts]  # type: ignore[union-attr]
+    assert kinds == ["step-start", "reasoning", "text", "step-finish"]
+    assert parts[1]["text"] == "thinking hard"  # type: ignore[index]
+    assert parts[2]["text"] == "Hello world"  # type: ignore[index]
+    tokens = parts[3]["tokens"]  # type: ignore[index]
+    assert (tokens["input"], tokens["output"], tokens["cache"]["read"]) == (20, 2, 5)
+    assert tokens["reasoning"] == 3
+    sent = mock.requests[0]
+    assert sent["headers"]["authorization"] == f"Bearer {SECRET}"
+    assert sent["body"]["stream"] is True
+    assert sent["body"]["messages"][-1] == {"role": "user", "content": "hi"}
+    assert sent["body"]["tools"][0]["type"] == "function"
+
+
+async def test_a_tool_call_runs_and_its_result_goes_back(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script += [tool_call("read", {"filePath": "README.md"}), text("It is a sample.")]
+    sid, answer = await _prompt(http, "what is in the readme?")
+    assert answer["parts"][-2]["text"] == "It is a sample."  # type: ignore[index]
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    tool = next(p for p in messages[1]["parts"] if p["type"] == "tool")
+    assert tool["callID"] == "call_1" and tool["state"]["status"] == "completed"
+    followup = mock.requests[1]["body"]["messages"]
+    assert followup[-2]["tool_calls"][0]["function"]["name"] == "read"
+    assert followup[-1]["role"] == "tool" and followup[-1]["tool_call_id"] == "call_1"
+    assert "A sample project." in followup[-1]["content"]
+
+
+async def test_a_429_is_retried_after_retry_after(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script += [
+        Failure(
+            429, "rate_limit_exceeded", "rate_limit_exceeded", "Slow down", {"retry-after": "0"}
+        ),
+        text("made it"),
+    ]
+    _, answer = await _prompt(http, "hi")
+    parts = answer["parts"]  # type: ignore[index]
+    retry = next(p for p in parts if p["type"] == "retry")  # type: ignore[union-attr]
+    assert retry["error"]["data"]["statusCode"] == 429 and retry["error"]["data"]["isRetryable"]
+    assert parts[-2]["text"] == "made it"  # type: ignore[index]
+    assert len(mock.requests) == 2
+
+
+async def test_a_bad_key_is_an_auth_error_and_not_retried(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script.append(
+        Failure(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided")
+    )
+    _, answer = await _prompt(http, "hi")
+    error = answer["info"]["error"]  # type: ignore[index]
+    assert error["name"] == "ProviderAuthError" and error["data"]["providerID"] == "mock"
+    validate("ProviderAuthError", error)
+    assert len(mock.requests) == 1
+
+
+async def test_abort_closes_the_provider_stream(http: httpx.AsyncClient, mock: MockOpenAI) -> None:
+    mock.delay_s = 0.02
+    mock.script.append(text(*[f"w{i} " for i in range(500)]))
+    sid = (await http.post("/session", json={})).json()["id"]
+    async with Watch(http) as watch:
+        await http.post(
+            f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "go"}]}
+        )
+        await watch.wait_for("message.part.delta")
+        await http.post(f"/session/{sid}/abort")
+        await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    assert messages[1]["info"]["error"]["name"] == "MessageAbortedError"
+    for _ in range(50):
+        if mock.closed_early:
+            break
+        await asyncio.sleep(0.02)
+    assert mock.closed_early == 1
+
+
+async def test_context_overflow_compacts_and_continues(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script += [
+        Failure(
+            400,
+            "invalid_request_error",
+            "context_length_exceeded",
+            "This model's maximum context length is 8192 tokens.",
+        ),
+        text("Summary of the work."),
+        text("Continuing."),
+    ]
+    sid, _ = await _prompt(http, "do a lot")
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    first_error = messages[1]["info"]["error"]
+    assert first_error["name"] == "ContextOverflowError"
+    validate("ContextOverflowError", first_error)
+    assert messages[2]["parts"][0]["type"] == "compaction"
+    assert messages[3]["info"]["summary"] is True
+    assert messages[-1]["parts"][-2]["text"] == "Continuing."
+
+
+async def test_the_api_key_never_leaves_the_server(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script.append(
+        Failure(
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            f"Incorrect API key provided: {SECRET[:6]}***",
+        )
+    )
+    async with Watch(http) as watch:
+        sid, _ = await _prompt(http, "hi")
+        await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+        everything = str(watch.events)
+    everything += (await http.get(f"/session/{sid}/message")).text + (await http.get("/doc")).text
+    assert SECRET not in everything

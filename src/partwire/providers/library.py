@@ -252,13 +252,13 @@ class LibraryModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         mapper = _Mapper(self.provider_id)
         yield StreamStart()
-        yield StartStep()
         try:
             model = self._build()
             messages = to_messages(request, self.provider_id)
             async with model_request_stream(
                 model, messages, model_request_parameters=_parameters(request)
             ) as response:
+                yield StartStep()  # only once the provider has accepted the request
                 async for event in response:
                     for mapped in self._map(mapper, event):
                         yield mapped

@@ -38,6 +38,9 @@ class ScriptedModel:
         self.delay_s = 0.0
         self.gate: asyncio.Event | None = None
 
+    def cost(self, usage: Usage) -> float:
+        return 0.0
+
     def enqueue(self, *scripts: Script) -> None:
         self.scripts.extend(scripts)
 

@@ -191,3 +191,50 @@ async def test_the_api_key_never_leaves_the_server(
         everything = str(watch.events)
     everything += (await http.get(f"/session/{sid}/message")).text + (await http.get("/doc")).text
     assert SECRET not in everything
+
+
+@pytest.mark.parametrize(
+    ("provider_id", "model", "prices", "expected"),
+    [
+        # configured prices (USD per million): 15 uncached in, 5 cached, 2 out
+        (
+            "mock",
+            "priced",
+            {"input": 1000.0, "output": 2000.0, "cache_read": 100.0},
+            (15 * 1000 + 5 * 100 + 2 * 2000) / 1e6,
+        ),
+        # no configured prices: the bundled genai-prices data for openai/gpt-4o
+        ("openai", "gpt-4o", None, (15 * 2.5 + 5 * 1.25 + 2 * 10) / 1e6),
+    ],
+)
+async def test_cost_on_step_finish_and_message(
+    settings: Settings,
+    mock: MockOpenAI,
+    provider_id: str,
+    model: str,
+    prices: dict[str, float] | None,
+    expected: float,
+) -> None:
+    from partwire.config import ModelConfig
+
+    mock.script.append(text("a", "b"))  # usage: 20 prompt tokens (5 cached), 2 completion
+    models = {model: ModelConfig(id=model, cost=prices)} if prices else {}
+    async with serve_app(mock.app()) as mock_url:
+        provider = ProviderConfig(
+            id=provider_id,
+            api="openai-compatible",
+            base_url=f"{mock_url}/v1",
+            api_key=SECRET,
+            models=models,
+        )
+        configured = replace(
+            settings, providers={provider_id: provider}, default_model=f"{provider_id}/{model}"
+        )
+        async with (
+            serve_in_background(configured) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as http,
+        ):
+            _, answer = await _prompt(http, "price me")
+    finish = answer["parts"][-1]  # type: ignore[index]
+    assert finish["cost"] == pytest.approx(expected)
+    assert answer["info"]["cost"] == pytest.approx(expected)  # type: ignore[index]

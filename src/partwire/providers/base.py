@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from partwire.providers.stream import ModelRequest, StreamEvent
+from partwire.providers.stream import ModelRequest, StreamEvent, Usage
 
 
 class LanguageModel(Protocol):
@@ -15,4 +15,8 @@ class LanguageModel(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """One model call: yields normalized events, ending with Finish or StreamError."""
+        ...
+
+    def cost(self, usage: Usage) -> float:
+        """USD for one call's usage (0 when the prices are unknown)."""
         ...

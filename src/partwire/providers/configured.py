@@ -17,8 +17,6 @@ from partwire.providers.base import LanguageModel
 from partwire.providers.library import LibraryModel
 from partwire.providers.registry import register_provider
 
-DEFAULT_CONTEXT = 128_000
-
 
 class ProviderClient:
     """One SDK client per configured provider (pooled connections), made on first use.
@@ -75,8 +73,7 @@ class ProviderClient:
 def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
     def make(model_id: str, settings: Settings) -> LanguageModel:
         known = client.config.models.get(model_id)
-        context = (known.context if known else None) or DEFAULT_CONTEXT
-        return LibraryModel(client.config.id, model_id, lambda: client.model(model_id), context)
+        return LibraryModel(client.config.id, model_id, lambda: client.model(model_id), known)
 
     return make
 

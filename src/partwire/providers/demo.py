@@ -70,6 +70,9 @@ class DemoModel:
         self.delay_s = delay_ms / 1000
         self.failed_once = False  # one instance serves one step: `retry` fails its first call
 
+    def cost(self, usage: Usage) -> float:
+        return 0.0
+
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         input_tokens = sum(_tokens(_turn_text(t)) for t in request.messages)
         prompt, _ = _last_prompt(request.messages)

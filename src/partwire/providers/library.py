@@ -21,6 +21,8 @@ from pydantic_ai.direct import model_request_stream
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
+from partwire.config import ModelConfig
+from partwire.providers.catalog import cost, facts
 from partwire.providers.stream import (
     AssistantTurn,
     FileRef,
@@ -242,12 +244,16 @@ class LibraryModel:
         provider_id: str,
         model_id: str,
         build: Callable[[], Model],
-        context_limit: int = 128_000,
+        config: ModelConfig | None = None,
     ) -> None:
         self.provider_id = provider_id
         self.model_id = model_id
-        self.context_limit = context_limit
+        self.config = config
+        self.context_limit = facts(provider_id, model_id, config).context
         self._build = build
+
+    def cost(self, usage: Usage) -> float:
+        return cost(self.provider_id, self.model_id, self.config, usage)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         mapper = _Mapper(self.provider_id)

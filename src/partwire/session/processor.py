@@ -301,17 +301,22 @@ class Processor:
             reasoning=usage.reasoning,
             cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
         )
+        step_cost = self.model.cost(usage)
         await self._save(
             StepFinishPart(
                 **self._base(),
                 reason=event.finish_reason,
                 tokens=tokens,
-                cost=0,
+                cost=step_cost,
                 snapshot=end_snapshot,
             )
         )
         self.message = self.message.model_copy(
-            update={"tokens": self.message.tokens.plus(tokens), "finish": event.finish_reason}
+            update={
+                "tokens": self.message.tokens.plus(tokens),
+                "finish": event.finish_reason,
+                "cost": self.message.cost + step_cost,
+            }
         )
 
     async def _record_patch(self) -> str | None:

@@ -25,6 +25,12 @@ APIS: tuple[Api, ...] = ("openai", "openai-responses", "openai-compatible", "ant
 CONFIG_FILE = "partwire.json"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# opencode configs name the AI SDK package; they map onto our APIs unchanged
+_NPM: dict[str, Api] = {
+    "@ai-sdk/openai": "openai",
+    "@ai-sdk/openai-compatible": "openai-compatible",
+    "@ai-sdk/anthropic": "anthropic",
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,13 @@ class Settings:
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     config_files: tuple[Path, ...] = ()
     raw_config: dict[str, Any] = field(default_factory=dict, repr=False)
+    source_env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def reload(self) -> Settings:
+        """The settings as the files and environment say now (after a PATCH /config)."""
+        return load_settings(
+            project_dir=self.project_dir, data_dir=self.data_dir, env=self.source_env
+        )
 
     @property
     def database_path(self) -> Path:
@@ -146,7 +159,7 @@ def _provider(provider_id: str, raw: dict[str, Any], env: dict[str, str]) -> Pro
         if provider_id == "anthropic"
         else ("openai" if provider_id == "openai" else "openai-compatible")
     )
-    api = raw.get("api", default_api)
+    api = raw.get("api") or _NPM.get(str(raw.get("npm", "")), default_api)
     if api not in APIS:
         raise ConfigError(f"provider.{provider_id}.api is {api!r}; use one of {', '.join(APIS)}")
     options = raw.get("options") or {}
@@ -206,4 +219,43 @@ def load_settings(
         providers=_providers(config, source),
         config_files=tuple(files),
         raw_config=config,
+        source_env=source,
     )
+
+
+REDACTED = "[redacted]"
+
+
+def redact(config: dict[str, Any]) -> dict[str, Any]:
+    """The config with every secret replaced (API keys, header values)."""
+    result: dict[str, Any] = {}
+    for key, value in config.items():
+        if key == "apiKey" and isinstance(value, str):
+            result[key] = REDACTED
+        elif key == "headers" and isinstance(value, dict):
+            result[key] = {name: REDACTED for name in value}
+        elif isinstance(value, dict):
+            result[key] = redact(value)
+        else:
+            result[key] = value
+    return result
+
+
+def _drop_redacted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_redacted(v) for k, v in value.items() if v != REDACTED}
+    return value
+
+
+def write_project_config(settings: Settings, patch: dict[str, Any]) -> Path:
+    """Merge ``patch`` into the project's partwire.json; redacted placeholders are ignored.
+
+    The result is checked by loading it before it is written, so a bad patch
+    changes nothing.
+    """
+    path = settings.project_dir / CONFIG_FILE
+    current: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    merged = merge(current, _drop_redacted(patch))
+    _providers(_substitute(merged, settings.source_env, path), settings.source_env)
+    path.write_text(json.dumps(merged, indent=2) + "\n")
+    return path

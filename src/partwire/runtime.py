@@ -55,6 +55,17 @@ class Runtime:
     async def start(self) -> None:
         await self.store.open()
 
+    async def reconfigure(self) -> None:
+        """Re-read the configuration and re-register providers (after PATCH /config)."""
+        settings = self.settings.reload()
+        for close in self.closers:
+            await close()
+        self.closers = load_builtin_providers(settings)
+        self.settings = settings
+        self.loop.settings = settings
+        self.loop.host.settings = settings
+        self.sessions.settings = settings
+
     def announce_shutdown(self) -> None:
         """Tell every subscriber the instance is going away, then end their streams."""
         if self.disposed:

@@ -11,7 +11,7 @@ from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse
-from partwire.server.routes import agent, permission, session
+from partwire.server.routes import agent, config, permission, session
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -39,6 +39,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(session.router)
     app.include_router(permission.router)
     app.include_router(agent.router)
+    app.include_router(config.router)
 
     @app.get("/", include_in_schema=False)
     async def index() -> dict[str, str]:

@@ -40,8 +40,9 @@ typecheck: $(STAMP) ## mypy --strict on the package
 pytest: $(STAMP) ## Run the test suite
 	$(BIN)/pytest
 
-bench: $(STAMP) ## Streaming benchmark (long 1000 and long 10000)
+bench: $(STAMP) ## Benchmarks: demo streaming (long 1000, long 10000) and a mock provider
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
+	$(BIN)/python bench/provider.py --words 10000
 
 wheel: $(STAMP) ## Build the wheel into dist/
 	$(BIN)/pip wheel --no-deps -w dist .

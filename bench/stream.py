@@ -61,7 +61,7 @@ async def _wait_ready(http: httpx.AsyncClient) -> None:
     raise RuntimeError("the server did not start")
 
 
-async def _stream(http: httpx.AsyncClient, words: int) -> tuple[dict[str, int], float]:
+async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int], float]:
     """Prompt and read SSE until idle; returns receive times per delta and the elapsed s."""
     received: dict[str, int] = {}
     session = (await http.post("/session", json={})).json()["id"]
@@ -71,7 +71,7 @@ async def _stream(http: httpx.AsyncClient, words: int) -> tuple[dict[str, int], 
             if '"server.connected"' in line:
                 break
         started = time.perf_counter()
-        body = {"parts": [{"type": "text", "text": f"long {words}"}]}
+        body = {"parts": [{"type": "text", "text": prompt}]}
         await http.post(f"/session/{session}/prompt_async", json=body)
         async for line in lines:
             if not line.startswith("data:"):
@@ -85,7 +85,8 @@ async def _stream(http: httpx.AsyncClient, words: int) -> tuple[dict[str, int], 
     return received, last - started
 
 
-async def measure(words: int) -> Result:
+async def measure(words: int, *, prompt: str | None = None, project: Path | None = None) -> Result:
+    """One fresh server (and data dir); ``prompt`` defaults to the demo's ``long N``."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="partwire-bench-") as data:
         server = await asyncio.create_subprocess_exec(
@@ -95,6 +96,8 @@ async def measure(words: int) -> Result:
             str(port),
             "--data",
             data,
+            "--project",
+            str(project or ROOT),
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         )
@@ -102,7 +105,7 @@ async def measure(words: int) -> Result:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
                 await _wait_ready(http)
                 before = (await http.get("/bench/stats")).json()
-                received, elapsed = await _stream(http, words)
+                received, elapsed = await _stream(http, prompt or f"long {words}")
                 after = (await http.get("/bench/stats", params={"emits": "true"})).json()
         finally:
             server.terminate()
@@ -122,9 +125,9 @@ async def measure(words: int) -> Result:
     )
 
 
-def _table(results: list[Result]) -> str:
+def table(results: list[Result], first: str = "long N") -> str:
     rows = [
-        ("long N", "deltas/s", "p50 ms", "p99 ms", "SQLite B/B", "peak RSS MB"),
+        (first, "deltas/s", "p50 ms", "p99 ms", "SQLite B/B", "peak RSS MB"),
         *(
             (
                 f"{r.words}",
@@ -172,7 +175,7 @@ async def main() -> None:
         runs.sort(key=lambda r: r.rate)
         results.append(runs[len(runs) // 2])
     print(f"partwire streaming benchmark — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
-    print(_table(results))
+    print(table(results))
     for line in _verdicts(results):
         print(line)
 

@@ -20,6 +20,7 @@ def _env(settings: Settings, delay_ms: str = "0") -> dict[str, str]:
         "PARTWIRE_DEMO_DELAY_MS": delay_ms,
         "COLUMNS": "200",
         "NO_COLOR": "1",
+        "PARTWIRE_CONFIG_DIR": str(settings.data_dir / "config"),
     }
 
 
@@ -105,3 +106,24 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
 
     text = _parser().format_help()
     assert "serve" in text and "run" in text
+
+
+async def test_models_lists_what_is_usable(settings: Settings) -> None:
+    code, out, _ = await _run(settings, "models")
+    assert code == 0 and out.splitlines()[0].startswith("* demo/demo")
+    config = {
+        "provider": {
+            "local": {
+                "options": {"baseURL": "http://127.0.0.1:9/v1"},
+                "models": {"m": {"name": "Local M"}},
+            }
+        }
+    }
+    (settings.project_dir / "partwire.json").write_text(__import__("json").dumps(config))
+    code, out, _ = await _run(settings, "models")
+    assert "  local/m  Local M" in out
+
+
+async def test_the_demo_note_is_said_once(settings: Settings) -> None:
+    _, _, err = await _run(settings, "run", "hi")
+    assert err.count("No provider is configured: using the offline demo model") == 1

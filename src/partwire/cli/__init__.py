@@ -28,11 +28,13 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="send one prompt and render the answer live")
     run.add_argument("message", nargs="+", help="the prompt text")
     run.add_argument("--attach", metavar="URL", help="use a running server instead of a new one")
-    run.add_argument("--model", metavar="PROVIDER/MODEL", help="e.g. demo/demo")
+    run.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="e.g. openai/gpt-4o")
     run.add_argument("--agent", default=None)
     run.add_argument("--session", metavar="ID", help="continue this session")
     run.add_argument("--yes", action="store_true", help="allow every permission ask once")
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+    models = commands.add_parser("models", help="list the models that are configured and usable")
+    models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     return parser
 
 
@@ -48,8 +50,17 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
             serve(settings, args.hostname, args.port)
             return 0
+        if args.command == "models":
+            from partwire.cli.models import print_models
+
+            return print_models(settings, Console(highlight=False))
         from partwire.cli.run import run_prompt
 
+        if not settings.providers and not args.model and not args.attach:
+            err.print(
+                "[dim]No provider is configured: using the offline demo model "
+                "(see the README to add one).[/dim]"
+            )
         return asyncio.run(run_prompt(args, settings))
     except PartwireError as exc:
         err.print(f"[red]error:[/red] {exc.message}", highlight=False)

@@ -9,6 +9,7 @@ Errors are ``{"type": "error", "error": {type, message}}`` with the HTTP status.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ class AnthropicFailure:
 class MockAnthropic:
     script: list[list[Event] | AnthropicFailure] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    delay_s: float = 0.0
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/messages", self.messages, methods=["POST"])])
@@ -111,4 +113,5 @@ class MockAnthropic:
 
     async def _stream(self, events: list[Event]) -> AsyncIterator[str]:
         for name, data in events:
+            await asyncio.sleep(self.delay_s)
             yield f"event: {name}\ndata: {json.dumps(data)}\n\n"

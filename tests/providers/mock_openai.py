@@ -83,6 +83,23 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> list[
     ]
 
 
+def parallel_calls(*calls: tuple[str, dict[str, Any], str]) -> list[dict[str, Any]]:
+    """Several tool calls in one response, each with its own index."""
+    chunks = []
+    for index, (name, args, call_id) in enumerate(calls):
+        head = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        chunks.append(chunk({"role": "assistant", "tool_calls": [head]}))
+        chunks.append(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": json.dumps(args)}}]})
+        )
+    return [*chunks, chunk({}, "tool_calls"), usage(30, 20)]
+
+
 @dataclass
 class Failure:
     status: int

@@ -99,3 +99,47 @@ async def test_overloaded_is_retried_and_a_bad_key_is_not(
     failed = await _prompt(http, sid, "two")
     assert failed["info"]["error"]["name"] == "ProviderAuthError"  # type: ignore[index]
     assert len(mock.requests) == 3
+
+
+async def test_rate_limit_abort_and_overflow(http: httpx.AsyncClient, mock: MockAnthropic) -> None:
+    mock.script += [
+        AnthropicFailure(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your rate limit",
+            {"retry-after": "0"},
+        ),
+        reply("fine"),
+        AnthropicFailure(
+            400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"
+        ),
+        reply("Summary."),
+        reply("Carrying on."),
+    ]
+    sid = (await http.post("/session", json={})).json()["id"]
+    first = await _prompt(http, sid, "one")
+    assert first["parts"][0]["error"]["data"]["statusCode"] == 429  # type: ignore[index]
+    await _prompt(http, sid, "two")
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    errors = [
+        m["info"].get("error", {}).get("name") for m in messages if m["info"]["role"] == "assistant"
+    ]
+    assert "ContextOverflowError" in errors
+    assert messages[-1]["parts"][-2]["text"] == "Carrying on."
+
+
+async def test_abort_mid_stream(http: httpx.AsyncClient, mock: MockAnthropic) -> None:
+    from tests.server.watch import Watch
+
+    mock.delay_s = 0.02
+    mock.script.append(reply(*[f"w{i} " for i in range(300)]))
+    sid = (await http.post("/session", json={})).json()["id"]
+    async with Watch(http) as watch:
+        await http.post(
+            f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "go"}]}
+        )
+        await watch.wait_for("message.part.delta")
+        await http.post(f"/session/{sid}/abort")
+        await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    assert messages[1]["info"]["error"]["name"] == "MessageAbortedError"

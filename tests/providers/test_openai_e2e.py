@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -13,8 +14,9 @@ import uvicorn
 
 from partwire.config import ProviderConfig, Settings
 from partwire.server.runner import serve_in_background
-from tests.providers.mock_openai import Failure, MockOpenAI, text, tool_call
+from tests.providers.mock_openai import Failure, MockOpenAI, parallel_calls, text, tool_call
 from tests.reference import validate
+from tests.server.test_tools_e2e import PNG
 from tests.server.watch import Watch
 
 SECRET = "sk-test-secret-key-123"
@@ -238,3 +240,41 @@ async def test_cost_on_step_finish_and_message(
     finish = answer["parts"][-1]  # type: ignore[index]
     assert finish["cost"] == pytest.approx(expected)
     assert answer["info"]["cost"] == pytest.approx(expected)  # type: ignore[index]
+
+
+async def test_parallel_tool_calls_all_run(http: httpx.AsyncClient, mock: MockOpenAI) -> None:
+    mock.script += [
+        parallel_calls(
+            ("read", {"filePath": "README.md"}, "call_a"),
+            ("glob", {"pattern": "**/*.py"}, "call_b"),
+        ),
+        text("both done"),
+    ]
+    sid, _ = await _prompt(http, "two things")
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    tools = [p for p in messages[1]["parts"] if p["type"] == "tool"]
+    assert [(t["callID"], t["tool"], t["state"]["status"]) for t in tools] == [
+        ("call_a", "read", "completed"),
+        ("call_b", "glob", "completed"),
+    ]
+    results = [m for m in mock.requests[1]["body"]["messages"] if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == ["call_a", "call_b"]
+
+
+async def test_an_image_in_the_prompt_is_sent_as_image_content(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script.append(text("a dot"))
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    sid = (await http.post("/session", json={})).json()["id"]
+    body = {
+        "parts": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "file", "mime": "image/png", "url": url, "filename": "dot.png"},
+        ]
+    }
+    assert (await http.post(f"/session/{sid}/message", json=body)).status_code == 200
+    content = mock.requests[0]["body"]["messages"][-1]["content"]
+    assert content[0] == {"type": "text", "text": "what is this?"}
+    assert content[1]["type"] == "image_url"
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")

@@ -86,6 +86,18 @@ def tool_use(name: str, args: dict[str, Any], call_id: str = "toolu_1") -> list[
     return [_message_start(40), *_block(0, block, deltas), *_end("tool_use", 12)]
 
 
+def two_tool_uses(
+    first: tuple[str, dict[str, Any], str], second: tuple[str, dict[str, Any], str]
+) -> list[Event]:
+    events = [_message_start(40)]
+    for index, (name, args, call_id) in enumerate((first, second)):
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        events += _block(
+            index, block, [{"type": "input_json_delta", "partial_json": json.dumps(args)}]
+        )
+    return [*events, *_end("tool_use", 20)]
+
+
 @dataclass
 class AnthropicFailure:
     status: int

@@ -10,7 +10,13 @@ import pytest
 
 from partwire.config import ProviderConfig, Settings
 from partwire.server.runner import serve_in_background
-from tests.providers.mock_anthropic import AnthropicFailure, MockAnthropic, reply, tool_use
+from tests.providers.mock_anthropic import (
+    AnthropicFailure,
+    MockAnthropic,
+    reply,
+    tool_use,
+    two_tool_uses,
+)
 from tests.providers.test_openai_e2e import serve_app
 from tests.reference import validate
 
@@ -143,3 +149,31 @@ async def test_abort_mid_stream(http: httpx.AsyncClient, mock: MockAnthropic) ->
         await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
     messages = (await http.get(f"/session/{sid}/message")).json()
     assert messages[1]["info"]["error"]["name"] == "MessageAbortedError"
+
+
+async def test_parallel_tool_uses_and_an_image(
+    http: httpx.AsyncClient, mock: MockAnthropic
+) -> None:
+    import base64
+
+    from tests.server.test_tools_e2e import PNG
+
+    mock.script += [
+        two_tool_uses(("read", {"filePath": "README.md"}, "t1"), ("list", {}, "t2")),
+        reply("ok"),
+    ]
+    sid = (await http.post("/session", json={})).json()["id"]
+    image = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    parts = [{"type": "text", "text": "look"}, {"type": "file", "mime": "image/png", "url": image}]
+    await http.post(f"/session/{sid}/message", json={"parts": parts})
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    tools = [p for p in messages[1]["parts"] if p["type"] == "tool"]
+    assert [(t["callID"], t["state"]["status"]) for t in tools] == [
+        ("t1", "completed"),
+        ("t2", "completed"),
+    ]
+    content = mock.requests[0]["body"]["messages"][0]["content"]
+    assert [c["type"] for c in content] == ["text", "image"]
+    assert content[1]["source"]["media_type"] == "image/png"
+    results = mock.requests[1]["body"]["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["t1", "t2"]

@@ -278,3 +278,39 @@ async def test_an_image_in_the_prompt_is_sent_as_image_content(
     assert content[0] == {"type": "text", "text": "what is this?"}
     assert content[1]["type"] == "image_url"
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+
+
+async def test_output_cut_at_the_limit_and_a_500_retried(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    from tests.providers.mock_openai import chunk, usage
+
+    cut = [
+        chunk({"role": "assistant", "content": "This answer is cu"}),
+        chunk({}, "length"),
+        usage(10, 4),
+    ]
+    mock.script += [Failure(500, "server_error", "server_error", "The server had an error"), cut]
+    _, answer = await _prompt(http, "write a lot")
+    error = answer["info"]["error"]  # type: ignore[index]
+    assert error["name"] == "MessageOutputLengthError"
+    validate("MessageOutputLengthError", error)
+    assert answer["parts"][0]["type"] == "retry"  # type: ignore[index]
+    assert answer["info"]["finish"] == "length"  # type: ignore[index]
+
+
+async def test_tool_input_streams_into_the_pending_part(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script += [tool_call("read", {"filePath": "README.md"}), text("ok")]
+    sid = (await http.post("/session", json={})).json()["id"]
+    async with Watch(http) as watch:
+        await http.post(f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "go"}]})
+        raws = [
+            e["properties"]["part"]["state"]["raw"]
+            for e in watch.events
+            if e["type"] == "message.part.updated"
+            and e["properties"]["part"].get("state", {}).get("status") == "pending"
+        ]
+    assert len(raws) > 2 and raws[-1] == '{"filePath": "README.md"}'
+    assert raws == sorted(raws, key=len)

@@ -110,8 +110,15 @@ class Failure:
 
 
 @dataclass
+class Drop:
+    """Send these chunks, then cut the connection without finishing the stream."""
+
+    chunks: list[dict[str, Any]]
+
+
+@dataclass
 class MockOpenAI:
-    script: list[list[dict[str, Any]] | Failure] = field(default_factory=list)
+    script: list[list[dict[str, Any]] | Failure | Drop] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     delay_s: float = 0.0
     closed_early: int = 0

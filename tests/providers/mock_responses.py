@@ -8,6 +8,7 @@ Events follow the API reference: ``response.created``, ``response.output_item.ad
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -94,6 +95,46 @@ def message(*words: str) -> list[Event]:
     ]
 
 
+def reasoning_then_message(thought: str, *words: str) -> list[Event]:
+    """A reasoning item (summary text streamed, encrypted content on done), then a message."""
+    item = {"id": "rs_1", "type": "reasoning", "summary": []}
+    summary_part = {"type": "summary_text", "text": ""}
+    done = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": thought}],
+        "encrypted_content": "enc-123",
+    }
+    reasoning = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "part": summary_part,
+        },
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": thought,
+        },
+        {
+            "type": "response.reasoning_summary_text.done",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "text": thought,
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+    ]
+    text = message(*words)
+    shifted = [{**e, "output_index": 1} if "output_index" in e else e for e in text[1:]]
+    return [text[0], *reasoning, *shifted]
+
+
 def function_call(name: str, args: dict[str, Any], call_id: str = "call_r1") -> list[Event]:
     raw = json.dumps(args)
     item = {
@@ -168,6 +209,7 @@ def two_calls(
 class MockResponses:
     script: list[list[Event]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    delay_s: float = 0.0
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/responses", self.responses, methods=["POST"])])
@@ -178,5 +220,6 @@ class MockResponses:
 
     async def _stream(self, events: list[Event]) -> AsyncIterator[str]:
         for number, event in enumerate(events):
+            await asyncio.sleep(self.delay_s)
             data = json.dumps({**event, "sequence_number": number})
             yield f"event: {event['type']}\ndata: {data}\n\n"

@@ -14,7 +14,7 @@ import uvicorn
 
 from partwire.config import ProviderConfig, Settings
 from partwire.server.runner import serve_in_background
-from tests.providers.mock_openai import Failure, MockOpenAI, parallel_calls, text, tool_call
+from tests.providers.mock_openai import Drop, Failure, MockOpenAI, parallel_calls, text, tool_call
 from tests.reference import validate
 from tests.server.test_tools_e2e import PNG
 from tests.server.watch import Watch
@@ -314,3 +314,13 @@ async def test_tool_input_streams_into_the_pending_part(
         ]
     assert len(raws) > 2 and raws[-1] == '{"filePath": "README.md"}'
     assert raws == sorted(raws, key=len)
+
+
+async def test_a_connection_dropped_mid_stream_is_retried(
+    http: httpx.AsyncClient, mock: MockOpenAI
+) -> None:
+    mock.script += [Drop(text("half", " an", " answer")[:2]), text("whole answer")]
+    _, answer = await _prompt(http, "hi")
+    kinds = [p["type"] for p in answer["parts"]]  # type: ignore[union-attr]
+    assert "retry" in kinds and answer["parts"][-2]["text"] == "whole answer"  # type: ignore[index]
+    assert "error" not in answer["info"]  # type: ignore[operator]

@@ -9,9 +9,16 @@ import httpx
 
 from partwire.config import ProviderConfig, Settings
 from partwire.server.runner import serve_in_background
-from tests.providers.mock_responses import MockResponses, function_call, message, two_calls
+from tests.providers.mock_responses import (
+    MockResponses,
+    function_call,
+    message,
+    reasoning_then_message,
+    two_calls,
+)
 from tests.providers.test_openai_e2e import serve_app
 from tests.server.test_tools_e2e import PNG
+from tests.server.watch import Watch
 
 
 async def test_text_and_a_tool_call_through_the_responses_api(settings: Settings) -> None:
@@ -77,3 +84,44 @@ async def test_parallel_calls_and_an_image(settings: Settings) -> None:
     user = next(item for item in first_input if item.get("role") == "user")
     kinds = [c["type"] for c in user["content"]]
     assert kinds == ["input_text", "input_image"]
+
+
+async def test_reasoning_and_abort(settings: Settings) -> None:
+    mock = MockResponses(
+        script=[
+            reasoning_then_message("Weigh it up.", "Yes."),
+            message(*[f"w{i} " for i in range(300)]),
+        ]
+    )
+    async with serve_app(mock.app()) as mock_url:
+        provider = ProviderConfig(
+            id="openai", api="openai-responses", base_url=f"{mock_url}/v1", api_key="k"
+        )
+        configured = replace(
+            settings, providers={"openai": provider}, default_model="openai/gpt-mock"
+        )
+        async with (
+            serve_in_background(configured) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as http,
+        ):
+            sid = (await http.post("/session", json={})).json()["id"]
+            answer = (
+                await http.post(
+                    f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "think"}]}
+                )
+            ).json()
+            mock.delay_s = 0.02
+            async with Watch(http) as watch:
+                await http.post(
+                    f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "go"}]}
+                )
+                await watch.wait_for(
+                    "message.part.delta", lambda e: e["properties"]["sessionID"] == sid
+                )
+                await http.post(f"/session/{sid}/abort")
+                await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+            messages = (await http.get(f"/session/{sid}/message")).json()
+    reasoning = next(p for p in answer["parts"] if p["type"] == "reasoning")
+    assert reasoning["text"] == "Weigh it up."
+    assert reasoning["metadata"]["provider"] == "openai"
+    assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"

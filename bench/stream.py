@@ -88,7 +88,11 @@ async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int],
 async def measure(words: int, *, prompt: str | None = None, project: Path | None = None) -> Result:
     """One fresh server (and data dir); ``prompt`` defaults to the demo's ``long N``."""
     port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="partwire-bench-") as data:
+    with (
+        tempfile.TemporaryDirectory(prefix="partwire-bench-") as data,
+        tempfile.TemporaryDirectory(prefix="partwire-bench-project-") as empty,
+    ):
+        # an empty project that is not a git repository: no snapshots in the measurement
         server = await asyncio.create_subprocess_exec(
             sys.executable,
             str(ROOT / "bench" / "_server.py"),
@@ -97,7 +101,7 @@ async def measure(words: int, *, prompt: str | None = None, project: Path | None
             "--data",
             data,
             "--project",
-            str(project or ROOT),
+            str(project or empty),
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         )

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
-from bs4 import BeautifulSoup
-from markdownify import MarkdownConverter
 from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup
 from partwire.tools.base import Tool, ToolContext, ToolResult
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -27,6 +28,8 @@ class WebfetchParams(BaseModel):
 
 
 def _clean(html: str) -> BeautifulSoup:
+    from bs4 import BeautifulSoup  # imported on first use: it is large, and rarely needed
+
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()
@@ -40,6 +43,8 @@ def _convert(body: str, content_type: str, fmt: str) -> str:
     if fmt == "text":
         text = soup.get_text("\n")
         return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+    from markdownify import MarkdownConverter
+
     markdown: str = MarkdownConverter(heading_style="ATX").convert_soup(soup)
     return re.sub(r"\n{3,}", "\n\n", markdown).strip()
 

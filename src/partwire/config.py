@@ -76,6 +76,9 @@ class Settings:
     config_files: tuple[Path, ...] = ()
     raw_config: dict[str, Any] = field(default_factory=dict, repr=False)
     source_env: dict[str, str] = field(default_factory=dict, repr=False)
+    server_username: str = "partwire"
+    server_password: str | None = field(default=None, repr=False)
+    cors_origins: tuple[str, ...] = ()
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""
@@ -220,6 +223,9 @@ def load_settings(
         config_files=tuple(files),
         raw_config=config,
         source_env=source,
+        server_username=source.get("PARTWIRE_SERVER_USERNAME") or "partwire",
+        server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
+        cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
     )
 
 

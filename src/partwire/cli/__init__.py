@@ -44,7 +44,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(project_dir=args.project)
         if args.command == "serve":
+            from partwire.server.auth import is_loopback
             from partwire.server.runner import serve
+
+            if not is_loopback(args.hostname) and not settings.server_password:
+                err.print(
+                    f"[red]error:[/red] refusing to listen on {args.hostname} without a password: "
+                    "anyone who can reach it could run commands in your project. "
+                    "Set PARTWIRE_SERVER_PASSWORD, or keep the default 127.0.0.1.",
+                    highlight=False,
+                )
+                return 2
 
             err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
             err.print(f"data: {settings.database_path}  project: {settings.project_dir}")

@@ -36,7 +36,10 @@ async def _wait_connected(events: AsyncIterator[Event]) -> None:
 
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     console = Console(highlight=False)
-    async with _server(args.attach, settings) as url, PartwireClient(url) as client:
+    auth = (
+        (settings.server_username, settings.server_password) if settings.server_password else None
+    )
+    async with _server(args.attach, settings) as url, PartwireClient(url, auth=auth) as client:
         session = await (
             client.get_session(args.session) if args.session else client.create_session()
         )

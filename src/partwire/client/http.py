@@ -53,9 +53,12 @@ class PartwireClient:
         *,
         timeout: float = 600.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=timeout, transport=transport, auth=auth
+        )
 
     async def __aenter__(self) -> PartwireClient:
         return self

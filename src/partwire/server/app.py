@@ -6,11 +6,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 
 from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse
+from partwire.server.auth import BasicAuth
 from partwire.server.routes import agent, config, permission, session
 
 
@@ -35,11 +37,27 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.runtime = runtime
     errors.install(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            allow_credentials=True,
+        )
+    if settings.server_password:
+        app.add_middleware(
+            BasicAuth, username=settings.server_username, password=settings.server_password
+        )
     app.include_router(sse.router)
     app.include_router(session.router)
     app.include_router(permission.router)
     app.include_router(agent.router)
     app.include_router(config.router)
+
+    @app.get("/global/health", operation_id="global.health")
+    async def health() -> dict[str, object]:
+        return {"healthy": True, "version": __version__}
 
     @app.get("/", include_in_schema=False)
     async def index() -> dict[str, str]:

@@ -12,6 +12,7 @@ LAYERS = {
     "ids": 0, "errors": 0, "config": 0,
     "schema": 1,
     "bus": 2, "storage": 2, "providers": 2, "tools": 2, "permission": 2, "question": 2,
+    "workspace": 2,
     "session": 3,
     "runtime": 4,
     "server": 5, "protocols": 5, "client": 5, "cli": 6,

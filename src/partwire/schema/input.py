@@ -110,3 +110,45 @@ class ForkInput(WireModel):
     """Body of POST /session/{id}/fork."""
 
     message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+
+
+class SessionTimeUpdate(WireModel):
+    archived: float | None = None
+
+
+class SessionUpdateInput(WireModel):
+    """Body of PATCH /session/{id}."""
+
+    title: str | None = Field(default=None, min_length=1)
+    metadata: dict[str, Any] | None = None
+    permission: list[PermissionRule] | None = None
+    time: SessionTimeUpdate | None = None
+
+
+class InitInput(WireModel):
+    """Body of POST /session/{id}/init."""
+
+    model_id: str = Field(alias="modelID")
+    provider_id: str = Field(alias="providerID")
+    message_id: str = Field(alias="messageID", pattern="^msg")
+
+
+class ShellInput(WireModel):
+    """Body of POST /session/{id}/shell."""
+
+    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    agent: str
+    model: ModelRef | None = None
+    command: str = Field(min_length=1)
+
+
+class CommandInput(WireModel):
+    """Body of POST /session/{id}/command."""
+
+    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    agent: str | None = None
+    model: str | None = None
+    arguments: str = ""
+    command: str
+    variant: str | None = None
+    parts: list[dict[str, Any]] | None = None

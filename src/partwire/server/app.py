@@ -13,7 +13,15 @@ from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse
 from partwire.server.auth import BasicAuth
-from partwire.server.routes import agent, config, permission, session
+from partwire.server.routes import (
+    actions,
+    agent,
+    config,
+    parts,
+    permission,
+    session,
+    workspace,
+)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -51,9 +59,12 @@ def create_app(settings: Settings) -> FastAPI:
         )
     app.include_router(sse.router)
     app.include_router(session.router)
+    app.include_router(parts.router)
+    app.include_router(actions.router)
     app.include_router(permission.router)
     app.include_router(agent.router)
     app.include_router(config.router)
+    app.include_router(workspace.router)
 
     @app.get("/global/health", operation_id="global.health")
     async def health() -> dict[str, object]:

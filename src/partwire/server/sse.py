@@ -9,7 +9,8 @@ is not lost; anything the log already delivered is skipped by id.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -31,13 +32,31 @@ from partwire.storage.base import EventLogGap
 router = APIRouter()
 
 
+Framer = Callable[[Event], str]
+
+
 def frame(event: Event) -> str:
     if REGISTRY[event.type].logged:
         return f"id: {event.id}\ndata: {event.json}\n\n"
     return f"data: {event.json}\n\n"
 
 
-async def _replay(runtime: Runtime, last_id: str) -> tuple[list[str], str | None]:
+def global_framer(directory: str) -> Framer:
+    """GET /global/event wraps each event as {"directory": …, "payload": event}."""
+    prefix = f'{{"directory":{json.dumps(directory)},"payload":'
+
+    def framed(event: Event) -> str:
+        body = f"{prefix}{event.json}}}"
+        if REGISTRY[event.type].logged:
+            return f"id: {event.id}\ndata: {body}\n\n"
+        return f"data: {body}\n\n"
+
+    return framed
+
+
+async def _replay(
+    runtime: Runtime, last_id: str, frame: Framer = frame
+) -> tuple[list[str], str | None]:
     try:
         backlog = await runtime.store.events_after(last_id)
     except EventLogGap as gap:
@@ -53,13 +72,13 @@ async def _replay(runtime: Runtime, last_id: str) -> tuple[list[str], str | None
 
 
 async def stream_events(
-    runtime: Runtime, subscription: Subscription, last_id: str | None
+    runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer = frame
 ) -> AsyncIterator[str]:
     try:
         yield frame(ServerConnected(Empty()).with_id(ids.event_id()))
         sent = last_id
         if last_id:
-            frames, sent = await _replay(runtime, last_id)
+            frames, sent = await _replay(runtime, last_id, frame)
             if frames:
                 yield "".join(frames)
         heartbeat = runtime.settings.heartbeat_s
@@ -79,13 +98,23 @@ async def stream_events(
         subscription.close()
 
 
-@router.get("/event", summary="Subscribe to events (SSE)")
-async def subscribe(request: Request) -> StreamingResponse:
+def _response(request: Request, frame: Framer) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
-        stream_events(runtime, subscription, last_id),
+        stream_events(runtime, subscription, last_id, frame),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.get("/event", summary="Subscribe to events (SSE)", operation_id="event.subscribe")
+async def subscribe(request: Request) -> StreamingResponse:
+    return _response(request, frame)
+
+
+@router.get("/global/event", summary="Events of every directory (SSE)", operation_id="global.event")
+async def subscribe_global(request: Request) -> StreamingResponse:
+    runtime: Runtime = request.app.state.runtime
+    return _response(request, global_framer(str(runtime.settings.project_dir)))

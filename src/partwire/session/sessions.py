@@ -18,8 +18,9 @@ from partwire.schema.event import (
     SessionCreated,
     SessionDeleted,
     SessionInfo,
+    SessionUpdated,
 )
-from partwire.schema.input import SessionCreateInput
+from partwire.schema.input import SessionCreateInput, SessionUpdateInput
 from partwire.schema.message import AssistantMessage
 from partwire.schema.session import Session, SessionTime
 from partwire.session.loop import SessionLoop
@@ -104,6 +105,25 @@ class Sessions:
                 props = PartUpdatedProps(session_id=fork.id, part=copy, time=fork.time.created)
                 await self.store.put_part(copy, [MessagePartUpdated(props)])
         return fork
+
+    async def update(self, session_id: str, body: SessionUpdateInput) -> Session:
+        session = await self.store.get_session(session_id)
+        update: dict[str, object] = {}
+        if body.title is not None:
+            update["title"] = body.title
+        if body.metadata is not None:
+            update["metadata"] = body.metadata
+        if body.permission is not None:
+            update["permission"] = body.permission
+        stamp = {"updated": int(time.time() * 1000)}
+        if body.time is not None and body.time.archived is not None:
+            stamp["archived"] = int(body.time.archived)
+        update["time"] = session.time.model_copy(update=stamp)
+        updated = session.model_copy(update=update)
+        await self.store.put_session(
+            updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+        )
+        return updated
 
     async def get(self, session_id: str) -> Session:
         return await self.store.get_session(session_id)

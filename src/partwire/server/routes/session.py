@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 
 from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
@@ -15,6 +15,7 @@ from partwire.schema.input import (
     PromptInput,
     RevertInput,
     SessionCreateInput,
+    SessionUpdateInput,
     SummarizeInput,
 )
 from partwire.schema.message import AssistantWithParts, MessageWithParts
@@ -44,8 +45,23 @@ def wire(value: WireModel | Sequence[WireModel] | Mapping[str, WireModel] | bool
 
 
 @router.get("", response_model=list[Session], operation_id="session.list")
-async def list_sessions(request: Request) -> Response:
-    return wire(list(await _runtime(request).store.list_sessions()))
+async def list_sessions(
+    request: Request,
+    roots: bool = False,
+    search: str | None = None,
+    start: int | None = None,
+    limit: int | None = Query(default=None, ge=1),
+) -> Response:
+    """Newest first; ``roots`` leaves out child sessions, ``search`` matches titles."""
+    sessions = await _runtime(request).store.list_sessions()
+    sessions.sort(key=lambda s: s.time.updated, reverse=True)
+    if roots:
+        sessions = [s for s in sessions if s.parent_id is None]
+    if search:
+        sessions = [s for s in sessions if search.lower() in s.title.lower()]
+    if start is not None:
+        sessions = [s for s in sessions if s.time.updated >= start]
+    return wire(sessions[:limit] if limit else sessions)
 
 
 @router.post("", response_model=Session, operation_id="session.create")
@@ -63,6 +79,18 @@ async def session_status(request: Request) -> Response:
 @router.get("/{sessionID}", response_model=Session, operation_id="session.get")
 async def get_session(request: Request, sessionID: str) -> Response:
     return wire(await _runtime(request).sessions.get(sessionID))
+
+
+@router.patch("/{sessionID}", response_model=Session, operation_id="session.update")
+async def update_session(request: Request, sessionID: str, body: SessionUpdateInput) -> Response:
+    return wire(await _runtime(request).sessions.update(sessionID, body))
+
+
+@router.get("/{sessionID}/children", response_model=list[Session], operation_id="session.children")
+async def children(request: Request, sessionID: str) -> Response:
+    runtime = _runtime(request)
+    await runtime.sessions.get(sessionID)
+    return wire([s for s in await runtime.store.list_sessions() if s.parent_id == sessionID])
 
 
 @router.delete("/{sessionID}", response_model=bool, operation_id="session.delete")
@@ -97,10 +125,21 @@ async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> R
 @router.get(
     "/{sessionID}/message", response_model=list[MessageWithParts], operation_id="session.messages"
 )
-async def list_messages(request: Request, sessionID: str) -> Response:
+async def list_messages(
+    request: Request,
+    sessionID: str,
+    limit: int | None = Query(default=None, ge=1),
+    before: str | None = None,
+) -> Response:
+    """All messages in order; ``limit`` keeps the newest ones (before ``before``, if given)."""
     runtime = _runtime(request)
     await runtime.sessions.get(sessionID)
-    return wire(list(await runtime.store.list_messages(sessionID)))
+    messages = await runtime.store.list_messages(sessionID)
+    if before is not None:
+        messages = [m for m in messages if m.info.id < before]
+    if limit is not None:
+        messages = messages[-limit:]
+    return wire(messages)
 
 
 @router.get(

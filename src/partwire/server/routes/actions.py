@@ -1,0 +1,81 @@
+"""Session actions beyond prompting: init, shell, command, share."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Request, Response
+
+from partwire.errors import NotFoundError
+from partwire.providers.registry import parse_model_ref
+from partwire.runtime import Runtime
+from partwire.schema.input import CommandInput, InitInput, PromptInput, ShellInput, TextPartInput
+from partwire.schema.message import AssistantWithParts, MessageWithParts
+from partwire.schema.part import ModelRef
+from partwire.schema.session import Session
+from partwire.server.routes.session import wire
+from partwire.session.agents import get_agent
+from partwire.session.shell import run_shell
+
+router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
+
+INIT_PROMPT = (
+    "Please analyze this codebase and create an AGENTS.md file in the project root with the "
+    "commands to build, lint and test (including a single test), and the code style: "
+    "imports, formatting, types, naming and error handling. Keep it about 20 lines."
+)
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+@router.post("/init", response_model=bool, operation_id="session.init")
+async def init(request: Request, sessionID: str, body: InitInput) -> Response:
+    """Ask the model to write AGENTS.md for the project (a normal prompt)."""
+    model = ModelRef(provider_id=body.provider_id, model_id=body.model_id)
+    prompt = PromptInput(
+        message_id=body.message_id, model=model, parts=[TextPartInput(text=INIT_PROMPT)]
+    )
+    await _runtime(request).loop.prompt(sessionID, prompt)
+    return wire(True)
+
+
+@router.post("/shell", response_model=MessageWithParts, operation_id="session.shell")
+async def shell(request: Request, sessionID: str, body: ShellInput) -> Response:
+    runtime = _runtime(request)
+    session = await runtime.sessions.get(sessionID)
+    await runtime.loop.ensure_idle(sessionID)
+    get_agent(body.agent)
+    model = body.model
+    if model is None:
+        provider_id, model_id = parse_model_ref(runtime.settings.default_model)
+        model = ModelRef(provider_id=provider_id, model_id=model_id)
+    result: AssistantWithParts = await run_shell(
+        runtime.store, session, body.agent, model, body.command
+    )
+    return wire(result)
+
+
+@router.post("/command", response_model=AssistantWithParts, operation_id="session.command")
+async def command(request: Request, sessionID: str, body: CommandInput) -> Response:
+    await _runtime(request).sessions.get(sessionID)
+    raise NotFoundError("Command", body.command)  # GET /command lists none yet
+
+
+def _not_shared() -> Response:
+    body = {"name": "NotImplemented", "data": {"message": "Sharing is not available in partwire"}}
+    return Response(json.dumps(body), status_code=501, media_type="application/json")
+
+
+@router.post("/share", response_model=Session, operation_id="session.share", status_code=501)
+async def share(request: Request, sessionID: str) -> Response:
+    await _runtime(request).sessions.get(sessionID)
+    return _not_shared()
+
+
+@router.delete("/share", response_model=Session, operation_id="session.unshare", status_code=501)
+async def unshare(request: Request, sessionID: str) -> Response:
+    await _runtime(request).sessions.get(sessionID)
+    return _not_shared()

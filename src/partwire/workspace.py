@@ -1,0 +1,153 @@
+"""Read-only views of the project for the file, find, vcs and project routes.
+
+Blocking (file system, git) by design: callers run these in a worker thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from partwire.errors import BadRequestError, NotFoundError
+from partwire.tools.paths import IGNORED_DIRS, is_ignored
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+FIND_LIMIT = 200
+
+
+def inside(project: Path, relative: str) -> Path:
+    """``relative`` resolved inside the project; anything else is a 400."""
+    root = project.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root):
+        raise BadRequestError(f"{relative} is outside the project", field="path", kind="Query")
+    return target
+
+
+def git(project: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=project, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def worktree(project: Path) -> Path:
+    top = git(project, "rev-parse", "--show-toplevel")
+    return Path(top.strip()) if top else project
+
+
+def list_dir(project: Path, relative: str) -> list[dict[str, Any]]:
+    folder = inside(project, relative or ".")
+    if not folder.is_dir():
+        raise NotFoundError("Directory", relative)
+    root = project.resolve()
+    nodes = []
+    for entry in sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name)):
+        nodes.append(
+            {
+                "name": entry.name,
+                "path": entry.relative_to(root).as_posix(),
+                "absolute": str(entry),
+                "type": "directory" if entry.is_dir() else "file",
+                "ignored": entry.name in IGNORED_DIRS,
+            }
+        )
+    return nodes
+
+
+def read_file(project: Path, relative: str) -> dict[str, Any]:
+    path = inside(project, relative)
+    if not path.is_file():
+        raise NotFoundError("File", relative)
+    data = path.read_bytes()[:MAX_FILE_BYTES]
+    if b"\0" in data[:8192]:
+        return {"type": "binary", "content": base64.b64encode(data).decode()}
+    return {"type": "text", "content": data.decode("utf-8", errors="replace")}
+
+
+def status(project: Path) -> list[dict[str, Any]]:
+    """Files changed against HEAD, with line counts (empty outside git)."""
+    numstat = git(project, "diff", "--numstat", "HEAD", "--", ".")
+    if numstat is None:
+        return []
+    changed = []
+    for line in numstat.splitlines():
+        added, removed, name = line.split("\t", 2)
+        exists = (project / name).exists()
+        changed.append(
+            {
+                "path": name,
+                "added": int(added) if added.isdigit() else 0,
+                "removed": int(removed) if removed.isdigit() else 0,
+                "status": "modified" if exists else "deleted",
+            }
+        )
+    untracked = git(project, "ls-files", "--others", "--exclude-standard") or ""
+    for name in untracked.splitlines():
+        lines = len((project / name).read_bytes().splitlines()) if (project / name).is_file() else 0
+        changed.append({"path": name, "added": lines, "removed": 0, "status": "added"})
+    return changed
+
+
+def _files(project: Path) -> list[Path]:
+    root = project.resolve()
+    return [p for p in root.rglob("*") if not is_ignored(p.relative_to(root))]
+
+
+def find_files(project: Path, query: str, *, dirs: bool, limit: int) -> list[str]:
+    """Paths whose name contains the query's characters in order (fuzzy), best first."""
+    root = project.resolve()
+    pattern = re.compile(".*?".join(re.escape(c) for c in query.lower()))
+    scored = []
+    for path in _files(project):
+        if path.is_dir() and not dirs:
+            continue
+        name = path.relative_to(root).as_posix()
+        match = pattern.search(name.lower())
+        if match:
+            scored.append((match.end() - match.start(), len(name), name))
+    return [name for _, _, name in sorted(scored)[:limit]]
+
+
+def find_text(project: Path, pattern: str) -> list[dict[str, Any]]:
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise BadRequestError(f"pattern: {exc}", field="pattern", kind="Query") from None
+    root = project.resolve()
+    matches: list[dict[str, Any]] = []
+    for path in _files(project):
+        if not path.is_file() or len(matches) >= FIND_LIMIT:
+            continue
+        data = path.read_bytes()
+        if b"\0" in data[:8192]:
+            continue
+        offset = 0
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(True), 1):
+            found = list(regex.finditer(line))
+            if found:
+                matches.append(
+                    {
+                        "path": {"text": path.relative_to(root).as_posix()},
+                        "lines": {"text": line},
+                        "line_number": number,
+                        "absolute_offset": offset,
+                        "submatches": [
+                            {"match": {"text": m.group(0)}, "start": m.start(), "end": m.end()}
+                            for m in found
+                        ],
+                    }
+                )
+            offset += len(line.encode())
+    return matches[:FIND_LIMIT]
+
+
+def branch(project: Path) -> dict[str, str]:
+    name = git(project, "rev-parse", "--abbrev-ref", "HEAD")
+    return {"branch": name.strip()} if name else {}

@@ -1,0 +1,143 @@
+"""Every implemented operation, called on the real server, answers with the reference's shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.reference import document, validate_schema
+
+# (method, path template, body) — the template's {s}, {m}, {p}, {c} are filled per run.
+CASES: list[tuple[str, str, Any]] = [
+    ("get", "/session?roots=true&limit=5", None),
+    ("post", "/session", {}),
+    ("get", "/session/status", None),
+    ("get", "/session/{s}", None),
+    ("patch", "/session/{s}", {"title": "renamed"}),
+    ("get", "/session/{s}/children", None),
+    ("get", "/session/{s}/todo", None),
+    ("get", "/session/{s}/diff", None),
+    ("get", "/session/{s}/message?limit=2", None),
+    ("get", "/session/{s}/message/{m}", None),
+    ("post", "/session/{s}/message", {"parts": [{"type": "text", "text": "hello"}]}),
+    ("post", "/session/{s}/shell", {"agent": "build", "command": "echo conformance"}),
+    (
+        "post",
+        "/session/{s}/init",
+        {"providerID": "demo", "modelID": "demo", "messageID": "msg_init"},
+    ),
+    ("post", "/session/{s}/summarize", {"providerID": "demo", "modelID": "demo"}),
+    ("post", "/session/{s}/fork", {}),
+    ("post", "/session/{s}/revert", {"messageID": "{m}"}),
+    ("post", "/session/{s}/unrevert", None),
+    ("patch", "/session/{s}/message/{m}/part/{p}", {"type": "text", "text": "edited"}),
+    ("delete", "/session/{s}/message/{m}/part/{p}", None),
+    ("delete", "/session/{s}/message/{m}", None),
+    ("post", "/session/{s}/abort", None),
+    ("delete", "/session/{c}", None),
+    ("get", "/permission", None),
+    ("get", "/question", None),
+    ("get", "/agent", None),
+    ("get", "/command", None),
+    ("get", "/path", None),
+    ("get", "/project", None),
+    ("get", "/project/current", None),
+    ("get", "/file?path=.", None),
+    ("get", "/file/content?path=README.md", None),
+    ("get", "/file/status", None),
+    ("get", "/find?pattern=sample", None),
+    ("get", "/find/file?query=read", None),
+    ("get", "/vcs", None),
+    ("get", "/lsp", None),
+    ("get", "/formatter", None),
+    ("get", "/mcp", None),
+    ("get", "/global/health", None),
+    ("get", "/config", None),
+    ("get", "/config/providers", None),
+    ("get", "/provider", None),
+    ("post", "/instance/dispose", None),
+]
+# answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
+ELSEWHERE = {
+    ("get", "/event"), ("get", "/global/event"), ("post", "/session/{sessionID}/prompt_async"),
+    ("post", "/session/{sessionID}/share"), ("delete", "/session/{sessionID}/share"),
+    ("post", "/mcp"), ("post", "/session/{sessionID}/command"), ("patch", "/config"),
+    ("post", "/permission/{requestID}/reply"), ("post", "/question/{requestID}/reply"),
+    ("post", "/question/{requestID}/reject"),
+    ("post", "/session/{sessionID}/permissions/{permissionID}"),
+}  # fmt: skip
+
+_NAMES = {"{s}": "{sessionID}", "{c}": "{sessionID}", "{m}": "{messageID}", "{p}": "{partID}"}
+
+
+def _template(path: str) -> str:
+    bare = path.split("?")[0]
+    for short, name in _NAMES.items():
+        bare = bare.replace(short, name)
+    return bare
+
+
+def _fill(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for key, real in ids.items():
+            value = value.replace(key, real)
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, ids) for k, v in value.items()}
+    return value
+
+
+async def _fresh_ids(http: httpx.AsyncClient) -> dict[str, str]:
+    sid = (await http.post("/session", json={})).json()["id"]
+    child = (await http.post("/session", json={"parentID": sid})).json()["id"]
+    await http.post(f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "hi"}]})
+    user = (await http.get(f"/session/{sid}/message")).json()[0]
+    return {"{s}": sid, "{c}": child, "{m}": user["info"]["id"], "{p}": user["parts"][0]["id"]}
+
+
+async def test_every_operation_answers_with_the_reference_shape(http: httpx.AsyncClient) -> None:
+    for method, path, body in CASES:
+        ids = await _fresh_ids(http)
+        url = _fill(path, ids)
+        payload = _fill(body, ids)
+        if path.endswith("/init"):
+            payload["messageID"] = "msg_" + "z" * 26  # a new message id of the caller's choosing
+        response = await http.request(method.upper(), url, json=payload)
+        assert response.status_code == 200, (
+            f"{method} {url}: {response.status_code} {response.text}"
+        )
+        template = _template(path)
+        schema = document()["paths"][template][method]["responses"]["200"]["content"][
+            "application/json"
+        ]["schema"]
+        validate_schema(schema, response.json())
+
+
+async def test_every_route_has_a_conformance_case(http: httpx.AsyncClient) -> None:
+    ours = (await http.get("/doc")).json()["paths"]
+    covered = {(m, _template(p)) for m, p, _ in CASES} | ELSEWHERE
+    missing = [(m, p) for p, ops in ours.items() for m in ops if (m, p) not in covered]
+    assert missing == []
+    unknown = [(m, p) for m, p in covered if p not in document()["paths"]]
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("post", "/session/{s}/share", 501),
+        ("delete", "/session/{s}/share", 501),
+        ("post", "/mcp", 501),
+        ("post", "/session/{s}/command", 404),
+    ],
+)
+async def test_what_partwire_does_not_have_is_said_clearly(
+    http: httpx.AsyncClient, method: str, path: str, status: int
+) -> None:
+    ids = await _fresh_ids(http)
+    body = {"command": "deploy", "arguments": ""} if path.endswith("command") else None
+    response = await http.request(method.upper(), _fill(path, ids), json=body)
+    assert response.status_code == status
+    assert response.json()["data"]["message"]

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system lint typecheck pytest bench wheel clean
+.PHONY: help serve test system sdk lint typecheck pytest bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,16 @@ $(STAMP): pyproject.toml
 serve: $(STAMP) ## Start partwire serve on 127.0.0.1:4096 (installs first)
 	$(BIN)/partwire serve
 
-test: $(STAMP) system lint typecheck pytest ## System packages, format check, lint, mypy --strict, pytest
+test: $(STAMP) system sdk lint typecheck pytest ## System packages, SDK, format check, lint, mypy --strict, pytest
+
+SDK_STAMP := tests/sdk/node_modules/.installed
+
+$(SDK_STAMP): tests/sdk/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/sdk && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: the opencode SDK test is skipped"; fi
+
+sdk: $(SDK_STAMP) ## Install the official opencode JS SDK for its conformance test (npm)
 
 system: ## Install the system packages tests use (ripgrep, git) when apt-get is available as root
 	@missing=""; for tool in rg:ripgrep git:git; do \
@@ -48,4 +57,4 @@ wheel: $(STAMP) ## Build the wheel into dist/
 	$(BIN)/pip wheel --no-deps -w dist .
 
 clean: ## Remove the venv and build output
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache tests/sdk/node_modules

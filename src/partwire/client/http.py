@@ -129,6 +129,13 @@ class PartwireClient:
         raw = await self._request("GET", f"/session/{session_id}/message")
         return [MessageWithParts.model_validate(m) for m in raw]
 
+    async def snapshot(self, session_id: str) -> tuple[list[MessageWithParts], str | None]:
+        """The session's messages and the event id they reflect: pass it to ``events()``."""
+        response = await self._http.get(f"/session/{session_id}/message")
+        _raise_for(response)
+        messages = [MessageWithParts.model_validate(m) for m in response.json()]
+        return messages, response.headers.get("x-last-event-id")
+
     async def message(self, session_id: str, message_id: str) -> MessageWithParts:
         raw = await self._request("GET", f"/session/{session_id}/message/{message_id}")
         return MessageWithParts.model_validate(raw)

@@ -36,6 +36,12 @@ class ClientState:
     part: dict[str, list[Part]] = field(default_factory=dict)
     last_event_id: str | None = None
 
+    def load(self, session_id: str, messages: list[MessageWithParts]) -> None:
+        """Start from an HTTP snapshot (then apply the events after it)."""
+        self.message[session_id] = [m.info for m in messages]
+        for entry in messages:
+            self.part[entry.info.id] = list(entry.parts)
+
     def messages(self, session_id: str) -> list[MessageWithParts]:
         """The session's messages with their parts, shaped like the HTTP response."""
         return [

@@ -1,18 +1,33 @@
 """The in-process event bus: publish, subscribe(type), subscribe_all.
 
-Publishing is synchronous and never blocks: each subscriber has a bounded queue.
-A subscriber that falls too far behind is marked ``overflowed`` and closed; its
-transport resumes from the event log (Last-Event-ID), so nothing is lost.
+Publishing is synchronous and never blocks. Each subscriber has a bounded
+queue: once it is half full, a delta that continues the previous queued delta
+of the same part is merged into it (the client still gets the same text, in
+fewer events); if the queue fills anyway, the subscriber is marked
+``overflowed`` and closed — its transport tells the client to reload, or the
+client resumes from the event log with Last-Event-ID. Memory stays bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
-from partwire.schema.event import Event
+from partwire.schema.event import Event, PartDeltaProps
 
-DEFAULT_QUEUE_LIMIT = 50_000
+DEFAULT_QUEUE_LIMIT = 10_000
+
+
+def _merge(earlier: Event, later: Event) -> Event | None:
+    """One delta event for two consecutive deltas of the same part and field."""
+    a, b = earlier.properties, later.properties
+    if not isinstance(a, PartDeltaProps) or not isinstance(b, PartDeltaProps):
+        return None
+    if (a.part_id, a.field) != (b.part_id, b.field):
+        return None
+    merged = b.model_copy(update={"delta": a.delta + b.delta})
+    return Event(later.id, later.type, merged)
 
 
 class Subscription:
@@ -22,9 +37,12 @@ class Subscription:
         self._bus = bus
         self._types = types
         self._limit = limit
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._items: deque[Event] = deque()
+        self._ready = asyncio.Event()
         self.overflowed = False
         self.closed = False
+        self.merged = 0
+        self.peak = 0
 
     def wants(self, event: Event) -> bool:
         return self._types is None or event.type in self._types
@@ -32,33 +50,40 @@ class Subscription:
     def offer(self, event: Event) -> None:
         if self.closed:
             return
-        if self._queue.qsize() >= self._limit:
+        items = self._items
+        if len(items) >= self._limit // 2 and items and event.type == "message.part.delta":
+            merged = _merge(items[-1], event)
+            if merged is not None:
+                items[-1] = merged
+                self.merged += 1
+                return
+        if len(items) >= self._limit:
             self.overflowed = True
             self.close()
             return
-        self._queue.put_nowait(event)
+        items.append(event)
+        self.peak = max(self.peak, len(items))
+        self._ready.set()
 
     async def get(self) -> Event | None:
-        """The next event, or None once the subscription is closed."""
-        if self.closed and self._queue.empty():
-            return None
-        return await self._queue.get()
+        """The next event, or None once the subscription is closed and drained."""
+        while not self._items:
+            if self.closed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
 
     def drain(self) -> list[Event]:
-        """Events already queued, without waiting (stops at the close marker)."""
-        events: list[Event] = []
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is None:
-                self._queue.put_nowait(None)
-                break
-            events.append(item)
+        """Events already queued, without waiting."""
+        events = list(self._items)
+        self._items.clear()
         return events
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._queue.put_nowait(None)
+            self._ready.set()
             self._bus.unsubscribe(self)
 
     def __aiter__(self) -> AsyncIterator[Event]:

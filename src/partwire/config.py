@@ -79,6 +79,7 @@ class Settings:
     server_username: str = "partwire"
     server_password: str | None = field(default=None, repr=False)
     cors_origins: tuple[str, ...] = ()
+    subscriber_queue: int = 10_000
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""

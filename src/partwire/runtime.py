@@ -40,7 +40,7 @@ class Runtime:
     def build(cls, settings: Settings) -> Runtime:
         closers = load_builtin_providers(settings)
         load_builtin_tools()
-        bus = Bus()
+        bus = Bus(queue_limit=settings.subscriber_queue)
         store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
         status = StatusTracker(store)
         permissions, questions = Permissions(store), Questions(store)

@@ -71,6 +71,14 @@ async def _replay(
     return [frame(e) for e in backlog], backlog[-1].id if backlog else last_id
 
 
+def _fell_behind(sent: str | None) -> Event:
+    props = ResyncProps(
+        last_event_id=sent or "",
+        message="This connection fell too far behind; reload state over HTTP and reconnect.",
+    )
+    return ServerResync(props).with_id(ids.event_id())
+
+
 async def stream_events(
     runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer = frame
 ) -> AsyncIterator[str]:
@@ -89,10 +97,14 @@ async def stream_events(
                 yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
                 continue
             if first is None:
+                if subscription.overflowed:
+                    yield frame(_fell_behind(sent))
                 return
             batch = [first, *subscription.drain()]
             fresh = [e for e in batch if sent is None or not REGISTRY[e.type].logged or e.id > sent]
             if fresh:
+                logged = [e.id for e in fresh if REGISTRY[e.type].logged]
+                sent = logged[-1] if logged else sent
                 yield "".join(frame(e) for e in fresh)
     finally:
         subscription.close()

@@ -13,6 +13,7 @@ from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse
 from partwire.server.auth import BasicAuth
+from partwire.server.limits import BodyLimit
 from partwire.server.routes import (
     actions,
     agent,
@@ -53,6 +54,7 @@ def create_app(settings: Settings) -> FastAPI:
             allow_headers=["*"],
             allow_credentials=True,
         )
+    app.add_middleware(BodyLimit)
     if settings.server_password:
         app.add_middleware(
             BasicAuth, username=settings.server_username, password=settings.server_password

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from partwire.errors import BadRequestError, UserError
 
@@ -81,6 +82,27 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(exc.name, exc.message, **extra), status_code=exc.status_code)
 
 
+_HTTP_NAMES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    404: "NotFoundError",
+    405: "MethodNotAllowed",
+}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own errors (unparsable body, unknown route, wrong method) in our shape."""
+    assert isinstance(exc, StarletteHTTPException)
+    name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"No route {request.method} {request.url.path}"
+    if exc.status_code == 400 and "parsing the body" in message:
+        message = "The request body is not valid UTF-8 JSON"
+    return JSONResponse(error_body(name, message), status_code=exc.status_code, headers=exc.headers)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(UserError, _user_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

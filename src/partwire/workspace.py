@@ -21,7 +21,10 @@ FIND_LIMIT = 200
 def inside(project: Path, relative: str) -> Path:
     """``relative`` resolved inside the project; anything else is a 400."""
     root = project.resolve()
-    target = (root / relative).resolve()
+    try:
+        target = (root / relative).resolve()
+    except (ValueError, OSError) as exc:  # e.g. an embedded NUL byte
+        raise BadRequestError(f"path: {exc}", field="path", kind="Query") from None
     if not target.is_relative_to(root):
         raise BadRequestError(f"{relative} is outside the project", field="path", kind="Query")
     return target
@@ -44,7 +47,7 @@ def worktree(project: Path) -> Path:
 
 def list_dir(project: Path, relative: str) -> list[dict[str, Any]]:
     folder = inside(project, relative or ".")
-    if not folder.is_dir():
+    if not _is_dir(folder):
         raise NotFoundError("Directory", relative)
     root = project.resolve()
     nodes = []
@@ -61,9 +64,23 @@ def list_dir(project: Path, relative: str) -> list[dict[str, Any]]:
     return nodes
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # e.g. a name too long for the file system
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def read_file(project: Path, relative: str) -> dict[str, Any]:
     path = inside(project, relative)
-    if not path.is_file():
+    if not _is_file(path):
         raise NotFoundError("File", relative)
     data = path.read_bytes()[:MAX_FILE_BYTES]
     if b"\0" in data[:8192]:

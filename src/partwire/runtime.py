@@ -1,17 +1,27 @@
-"""The composition root: settings, bus, store, status, loop and sessions, wired once."""
+"""The composition root: one store, bus and status for the server, one scope per project.
+
+A ``Project`` is everything tied to a project directory: its settings (the tools'
+root), snapshot store, session loop and sessions. The server starts with the
+directory it was launched in; requests naming another directory (opencode's
+``directory`` query parameter or ``x-opencode-directory`` header) get a scope of
+their own, made on first use. Sessions always run in their own directory's scope.
+"""
 
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
+from partwire.errors import BadRequestError
 from partwire.permission import Permissions
 from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
+from partwire.schema.session import Session
 from partwire.session.loop import SessionLoop
 from partwire.session.revert import Reverts
 from partwire.session.sessions import Sessions
@@ -24,6 +34,25 @@ from partwire.tools.registry import load_builtin_tools
 
 
 @dataclass
+class Project:
+    settings: Settings
+    loop: SessionLoop
+    sessions: Sessions
+
+    @property
+    def directory(self) -> str:
+        return str(self.settings.project_dir)
+
+    def use(self, settings: Settings) -> None:
+        """Take new settings (after PATCH /config), keeping this project's directory."""
+        scoped = replace(settings, project_dir=self.settings.project_dir)
+        self.settings = scoped
+        self.loop.settings = scoped
+        self.loop.host.settings = scoped
+        self.sessions.settings = scoped
+
+
+@dataclass
 class Runtime:
     settings: Settings
     bus: Bus
@@ -31,8 +60,7 @@ class Runtime:
     status: StatusTracker
     permissions: Permissions
     questions: Questions
-    loop: SessionLoop
-    sessions: Sessions
+    projects: dict[Path, Project] = field(default_factory=dict)
     disposed: bool = False
     closers: list[Closer] = field(default_factory=list)
 
@@ -43,15 +71,56 @@ class Runtime:
         bus = Bus(queue_limit=settings.subscriber_queue)
         store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
         status = StatusTracker(store)
-        permissions, questions = Permissions(store), Questions(store)
-        host = ToolHost(store, permissions, questions, settings)
-        reverts = Reverts(store, Snapshots(settings.project_dir, settings.data_dir))
-        loop = SessionLoop(store, status, settings, host, reverts)
-        sessions = Sessions(store, loop, settings)
-        host.subtasks = SubtaskRunner(sessions, loop, bus)
-        return cls(
-            settings, bus, store, status, permissions, questions, loop, sessions, closers=closers
+        runtime = cls(
+            settings, bus, store, status, Permissions(store), Questions(store), closers=closers
         )
+        runtime.project(settings.project_dir)
+        return runtime
+
+    # ---- projects ------------------------------------------------------------------------
+
+    def _make_project(self, directory: Path) -> Project:
+        settings = replace(self.settings, project_dir=directory)
+        host = ToolHost(self.store, self.permissions, self.questions, settings)
+        reverts = Reverts(self.store, Snapshots(directory, settings.data_dir))
+        loop = SessionLoop(self.store, self.status, settings, host, reverts)
+        sessions = Sessions(self.store, loop, settings)
+        host.subtasks = SubtaskRunner(sessions, loop, self.bus)
+        return Project(settings, loop, sessions)
+
+    def project(self, directory: str | Path | None = None) -> Project:
+        """The scope of ``directory`` (default: where the server started), made on first use."""
+        if directory is None or directory == "":
+            return self.projects[self.settings.project_dir]
+        try:
+            path = Path(directory).expanduser().resolve()
+        except (OSError, ValueError) as exc:
+            raise BadRequestError(f"directory: {exc}", field="directory", kind="Query") from None
+        if path not in self.projects:
+            if not path.is_dir():
+                raise BadRequestError(
+                    f"directory {directory} does not exist", field="directory", kind="Query"
+                )
+            self.projects[path] = self._make_project(path)
+        return self.projects[path]
+
+    def project_of(self, session: Session) -> Project:
+        """Sessions run in their own directory, whatever directory a request names."""
+        return self.project(session.directory)
+
+    @property
+    def default(self) -> Project:
+        return self.projects[self.settings.project_dir]
+
+    @property
+    def loop(self) -> SessionLoop:
+        return self.default.loop
+
+    @property
+    def sessions(self) -> Sessions:
+        return self.default.sessions
+
+    # ---- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.store.open()
@@ -66,9 +135,8 @@ class Runtime:
             await close()
         self.closers = load_builtin_providers(settings)
         self.settings = settings
-        self.loop.settings = settings
-        self.loop.host.settings = settings
-        self.sessions.settings = settings
+        for project in self.projects.values():
+            project.use(settings)
 
     def announce_shutdown(self) -> None:
         """Tell every subscriber the instance is going away, then end their streams."""
@@ -79,9 +147,13 @@ class Runtime:
         self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
         self.bus.close()
 
+    async def shutdown_sessions(self) -> None:
+        for project in list(self.projects.values()):
+            await project.loop.shutdown()
+
     async def stop(self) -> None:
         self.announce_shutdown()
-        await self.loop.shutdown()
+        await self.shutdown_sessions()
         for close in self.closers:
             await close()
         await self.store.close()

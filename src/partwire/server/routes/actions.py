@@ -13,6 +13,7 @@ from partwire.schema.input import CommandInput, InitInput, PromptInput, ShellInp
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
+from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
 from partwire.session.agents import get_agent
 from partwire.session.shell import run_shell
@@ -38,15 +39,16 @@ async def init(request: Request, sessionID: str, body: InitInput) -> Response:
     prompt = PromptInput(
         message_id=body.message_id, model=model, parts=[TextPartInput(text=INIT_PROMPT)]
     )
-    await _runtime(request).loop.prompt(sessionID, prompt)
+    _, project = await session_project(request, sessionID)
+    await project.loop.prompt(sessionID, prompt)
     return wire(True)
 
 
 @router.post("/shell", response_model=MessageWithParts, operation_id="session.shell")
 async def shell(request: Request, sessionID: str, body: ShellInput) -> Response:
     runtime = _runtime(request)
-    session = await runtime.sessions.get(sessionID)
-    await runtime.loop.ensure_idle(sessionID)
+    session, project = await session_project(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
     get_agent(body.agent)
     model = body.model
     if model is None:
@@ -60,7 +62,7 @@ async def shell(request: Request, sessionID: str, body: ShellInput) -> Response:
 
 @router.post("/command", response_model=AssistantWithParts, operation_id="session.command")
 async def command(request: Request, sessionID: str, body: CommandInput) -> Response:
-    await _runtime(request).sessions.get(sessionID)
+    await session_project(request, sessionID)
     raise NotFoundError("Command", body.command)  # GET /command lists none yet
 
 
@@ -71,11 +73,11 @@ def _not_shared() -> Response:
 
 @router.post("/share", response_model=Session, operation_id="session.share", status_code=501)
 async def share(request: Request, sessionID: str) -> Response:
-    await _runtime(request).sessions.get(sessionID)
+    await session_project(request, sessionID)
     return _not_shared()
 
 
 @router.delete("/share", response_model=Session, operation_id="session.unshare", status_code=501)
 async def unshare(request: Request, sessionID: str) -> Response:
-    await _runtime(request).sessions.get(sessionID)
+    await session_project(request, sessionID)
     return _not_shared()

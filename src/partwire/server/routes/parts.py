@@ -17,6 +17,7 @@ from partwire.schema.event import (
     PartUpdatedProps,
 )
 from partwire.schema.part import Part, part_adapter
+from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
 
 router = APIRouter(prefix="/session/{sessionID}/message/{messageID}", tags=["session"])
@@ -28,9 +29,9 @@ def _runtime(request: Request) -> Runtime:
 
 
 async def _checked(request: Request, session_id: str, message_id: str) -> Runtime:
+    _, project = await session_project(request, session_id)
+    await project.loop.ensure_idle(session_id)
     runtime = _runtime(request)
-    await runtime.sessions.get(session_id)
-    await runtime.loop.ensure_idle(session_id)
     await runtime.store.get_message(session_id, message_id)
     return runtime
 

@@ -44,7 +44,7 @@ async def respond_permission(
     request: Request, sessionID: str, permissionID: str, body: LegacyPermissionReplyInput
 ) -> Response:
     runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
+    await runtime.store.get_session(sessionID)
     await runtime.permissions.reply(permissionID, body.response)
     return wire(True)
 

@@ -8,7 +8,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
 
-from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
 from partwire.schema.input import (
     ForkInput,
@@ -22,13 +21,12 @@ from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
+from partwire.server.routes.scope import requested_project, runtime_of, session_project
 
 router = APIRouter(prefix="/session", tags=["session"])
 
 
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
+_runtime = runtime_of
 
 
 def wire(value: WireModel | Sequence[WireModel] | Mapping[str, WireModel] | bool) -> Response:
@@ -53,7 +51,10 @@ async def list_sessions(
     limit: int | None = Query(default=None, ge=1),
 ) -> Response:
     """Newest first; ``roots`` leaves out child sessions, ``search`` matches titles."""
-    sessions = await _runtime(request).store.list_sessions()
+    directory = requested_project(request).directory
+    sessions = [
+        s for s in await _runtime(request).store.list_sessions() if s.directory == directory
+    ]
     sessions.sort(key=lambda s: s.time.updated, reverse=True)
     if roots:
         sessions = [s for s in sessions if s.parent_id is None]
@@ -68,7 +69,7 @@ async def list_sessions(
 async def create_session(
     request: Request, body: Annotated[SessionCreateInput | None, Body()] = None
 ) -> Response:
-    return wire(await _runtime(request).sessions.create(body or SessionCreateInput()))
+    return wire(await requested_project(request).sessions.create(body or SessionCreateInput()))
 
 
 @router.get("/status", response_model=dict[str, SessionStatus], operation_id="session.status")
@@ -78,31 +79,34 @@ async def session_status(request: Request) -> Response:
 
 @router.get("/{sessionID}", response_model=Session, operation_id="session.get")
 async def get_session(request: Request, sessionID: str) -> Response:
-    return wire(await _runtime(request).sessions.get(sessionID))
+    return wire(await _runtime(request).store.get_session(sessionID))
 
 
 @router.patch("/{sessionID}", response_model=Session, operation_id="session.update")
 async def update_session(request: Request, sessionID: str, body: SessionUpdateInput) -> Response:
-    return wire(await _runtime(request).sessions.update(sessionID, body))
+    _, project = await session_project(request, sessionID)
+    return wire(await project.sessions.update(sessionID, body))
 
 
 @router.get("/{sessionID}/children", response_model=list[Session], operation_id="session.children")
 async def children(request: Request, sessionID: str) -> Response:
-    runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
-    return wire([s for s in await runtime.store.list_sessions() if s.parent_id == sessionID])
+    await session_project(request, sessionID)
+    sessions = await _runtime(request).store.list_sessions()
+    return wire([s for s in sessions if s.parent_id == sessionID])
 
 
 @router.delete("/{sessionID}", response_model=bool, operation_id="session.delete")
 async def delete_session(request: Request, sessionID: str) -> Response:
-    return wire(await _runtime(request).sessions.delete(sessionID))
+    _, project = await session_project(request, sessionID)
+    return wire(await project.sessions.delete(sessionID))
 
 
 @router.post(
     "/{sessionID}/message", response_model=AssistantWithParts, operation_id="session.prompt"
 )
 async def prompt(request: Request, sessionID: str, body: PromptInput) -> Response:
-    return wire(await _runtime(request).loop.prompt(sessionID, body))
+    _, project = await session_project(request, sessionID)
+    return wire(await project.loop.prompt(sessionID, body))
 
 
 def _retrieve(future: asyncio.Future[AssistantWithParts]) -> None:
@@ -117,7 +121,8 @@ def _retrieve(future: asyncio.Future[AssistantWithParts]) -> None:
     operation_id="session.prompt_async",
 )
 async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> Response:
-    future = await _runtime(request).loop.enqueue(sessionID, body)
+    _, project = await session_project(request, sessionID)
+    future = await project.loop.enqueue(sessionID, body)
     future.add_done_callback(_retrieve)
     return Response(status_code=204)
 
@@ -133,7 +138,7 @@ async def list_messages(
 ) -> Response:
     """All messages in order; ``limit`` keeps the newest ones (before ``before``, if given)."""
     runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
+    await runtime.store.get_session(sessionID)
     messages, last_event = await runtime.store.snapshot_messages(sessionID)
     if before is not None:
         messages = [m for m in messages if m.info.id < before]
@@ -152,31 +157,30 @@ async def list_messages(
 )
 async def get_message(request: Request, sessionID: str, messageID: str) -> Response:
     runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
+    await runtime.store.get_session(sessionID)
     return wire(await runtime.store.get_message(sessionID, messageID))
 
 
 @router.post("/{sessionID}/summarize", response_model=bool, operation_id="session.summarize")
 async def summarize(request: Request, sessionID: str, body: SummarizeInput) -> Response:
     model = ModelRef(provider_id=body.provider_id, model_id=body.model_id)
-    await _runtime(request).loop.summarize(sessionID, model)
+    _, project = await session_project(request, sessionID)
+    await project.loop.summarize(sessionID, model)
     return wire(True)
 
 
 @router.post("/{sessionID}/revert", response_model=Session, operation_id="session.revert")
 async def revert(request: Request, sessionID: str, body: RevertInput) -> Response:
-    runtime = _runtime(request)
-    session = await runtime.sessions.get(sessionID)
-    await runtime.loop.ensure_idle(sessionID)
-    return wire(await runtime.loop.reverts.revert(session, body.message_id, body.part_id))
+    session, project = await session_project(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
+    return wire(await project.loop.reverts.revert(session, body.message_id, body.part_id))
 
 
 @router.post("/{sessionID}/unrevert", response_model=Session, operation_id="session.unrevert")
 async def unrevert(request: Request, sessionID: str) -> Response:
-    runtime = _runtime(request)
-    session = await runtime.sessions.get(sessionID)
-    await runtime.loop.ensure_idle(sessionID)
-    return wire(await runtime.loop.reverts.unrevert(session))
+    session, project = await session_project(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
+    return wire(await project.loop.reverts.unrevert(session))
 
 
 @router.post("/{sessionID}/fork", response_model=Session, operation_id="session.fork")
@@ -184,26 +188,25 @@ async def fork(
     request: Request, sessionID: str, body: Annotated[ForkInput | None, Body()] = None
 ) -> Response:
     message_id = body.message_id if body else None
-    return wire(await _runtime(request).sessions.fork(sessionID, message_id))
+    _, project = await session_project(request, sessionID)
+    return wire(await project.sessions.fork(sessionID, message_id))
 
 
 @router.get("/{sessionID}/diff", response_model=list[SnapshotFileDiff], operation_id="session.diff")
 async def diff(request: Request, sessionID: str, messageID: str | None = None) -> Response:
-    runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
-    diffs = await runtime.loop.reverts.diff(sessionID, messageID)
+    _, project = await session_project(request, sessionID)
+    diffs = await project.loop.reverts.diff(sessionID, messageID)
     return wire([SnapshotFileDiff.model_validate(d) for d in diffs])
 
 
 @router.get("/{sessionID}/todo", response_model=list[Todo], operation_id="session.todo")
 async def todos(request: Request, sessionID: str) -> Response:
     runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
+    await runtime.store.get_session(sessionID)
     return wire(await runtime.store.get_todos(sessionID))
 
 
 @router.post("/{sessionID}/abort", response_model=bool, operation_id="session.abort")
 async def abort(request: Request, sessionID: str) -> Response:
-    runtime = _runtime(request)
-    await runtime.sessions.get(sessionID)
-    return wire(await runtime.loop.abort(sessionID))
+    _, project = await session_project(request, sessionID)
+    return wire(await project.loop.abort(sessionID))

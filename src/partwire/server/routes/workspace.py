@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 
 from partwire import workspace
 from partwire.runtime import Runtime
+from partwire.server.routes.scope import requested_project
 from partwire.session.sessions import project_id
 
 router = APIRouter(tags=["project"])
@@ -28,12 +29,12 @@ def _json(value: Any) -> Response:
 
 
 def _project(request: Request) -> Path:
-    return _runtime(request).settings.project_dir
+    return requested_project(request).settings.project_dir
 
 
 @router.get("/path", operation_id="path.get")
 async def path(request: Request) -> Response:
-    settings = _runtime(request).settings
+    settings = requested_project(request).settings
     tree = await asyncio.to_thread(workspace.worktree, settings.project_dir)
     return _json(
         {
@@ -136,5 +137,5 @@ async def commands() -> Response:
 @router.post("/instance/dispose", operation_id="instance.dispose")
 async def dispose(request: Request) -> Response:
     """Stop every running session (the instance stays up, as a fresh one)."""
-    await _runtime(request).loop.shutdown()
+    await _runtime(request).shutdown_sessions()
     return _json(True)

@@ -10,12 +10,35 @@ from typing import Any
 
 import httpx
 
+from partwire.client.shapes import (
+    FileChange,
+    FileContent,
+    FileNode,
+    Health,
+    PathInfo,
+    ProjectInfo,
+    TextMatch,
+    VcsInfo,
+)
 from partwire.errors import BadRequestError, NotFoundError, UserError
 from partwire.providers.registry import parse_model_ref
 from partwire.schema.event import REGISTRY, Event, parse_event
 from partwire.schema.message import AssistantWithParts, MessageWithParts
-from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
-from partwire.schema.session import Session, SessionStatus, session_status_adapter
+from partwire.schema.part import Part, part_adapter
+from partwire.schema.permission import (
+    Agent,
+    PermissionReply,
+    PermissionRequest,
+    QuestionRequest,
+    Todo,
+)
+from partwire.schema.provider import ConfigProviders, ProviderList
+from partwire.schema.session import (
+    Session,
+    SessionStatus,
+    SnapshotFileDiff,
+    session_status_adapter,
+)
 
 RECONNECT_DELAYS_S = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -74,8 +97,10 @@ class PartwireClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
-        response = await self._http.request(method, path, json=body)
+    async def _request(
+        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
+        response = await self._http.request(method, path, json=body, params=params)
         _raise_for(response)
         return response.json() if response.content else None
 
@@ -167,6 +192,176 @@ class PartwireClient:
 
     async def reject_question(self, request_id: str) -> bool:
         return bool(await self._request("POST", f"/question/{request_id}/reject"))
+
+    # ---- more of the session API ----------------------------------------------------------
+
+    async def find_sessions(
+        self, *, roots: bool = False, search: str | None = None, limit: int | None = None
+    ) -> list[Session]:
+        params: dict[str, Any] = {"roots": roots}
+        if search:
+            params["search"] = search
+        if limit:
+            params["limit"] = limit
+        raw = await self._request("GET", "/session", params=params)
+        return [Session.model_validate(s) for s in raw]
+
+    async def update_session(self, session_id: str, **fields: Any) -> Session:
+        raw = await self._request("PATCH", f"/session/{session_id}", fields)
+        return Session.model_validate(raw)
+
+    async def children(self, session_id: str) -> list[Session]:
+        raw = await self._request("GET", f"/session/{session_id}/children")
+        return [Session.model_validate(s) for s in raw]
+
+    async def todos(self, session_id: str) -> list[Todo]:
+        return [
+            Todo.model_validate(t)
+            for t in await self._request("GET", f"/session/{session_id}/todo")
+        ]
+
+    async def diff(self, session_id: str) -> list[SnapshotFileDiff]:
+        raw = await self._request("GET", f"/session/{session_id}/diff")
+        return [SnapshotFileDiff.model_validate(d) for d in raw]
+
+    async def page(
+        self, session_id: str, *, limit: int, before: str | None = None
+    ) -> list[MessageWithParts]:
+        params: dict[str, Any] = {"limit": limit}
+        if before:
+            params["before"] = before
+        raw = await self._request("GET", f"/session/{session_id}/message", params=params)
+        return [MessageWithParts.model_validate(m) for m in raw]
+
+    async def delete_message(self, session_id: str, message_id: str) -> bool:
+        return bool(await self._request("DELETE", f"/session/{session_id}/message/{message_id}"))
+
+    async def update_part(self, part: Part) -> Part:
+        path = f"/session/{part.session_id}/message/{part.message_id}/part/{part.id}"
+        return part_adapter.validate_python(await self._request("PATCH", path, part.wire()))
+
+    async def delete_part(self, session_id: str, message_id: str, part_id: str) -> bool:
+        path = f"/session/{session_id}/message/{message_id}/part/{part_id}"
+        return bool(await self._request("DELETE", path))
+
+    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
+        body = {"messageID": message_id} if message_id else {}
+        return Session.model_validate(
+            await self._request("POST", f"/session/{session_id}/fork", body)
+        )
+
+    async def revert(self, session_id: str, message_id: str, part_id: str | None = None) -> Session:
+        body = {"messageID": message_id, **({"partID": part_id} if part_id else {})}
+        raw = await self._request("POST", f"/session/{session_id}/revert", body)
+        return Session.model_validate(raw)
+
+    async def unrevert(self, session_id: str) -> Session:
+        return Session.model_validate(
+            await self._request("POST", f"/session/{session_id}/unrevert")
+        )
+
+    async def summarize(self, session_id: str, model: str) -> bool:
+        provider_id, model_id = parse_model_ref(model)
+        body = {"providerID": provider_id, "modelID": model_id}
+        return bool(await self._request("POST", f"/session/{session_id}/summarize", body))
+
+    async def init(self, session_id: str, model: str, message_id: str) -> bool:
+        provider_id, model_id = parse_model_ref(model)
+        body = {"providerID": provider_id, "modelID": model_id, "messageID": message_id}
+        return bool(await self._request("POST", f"/session/{session_id}/init", body))
+
+    async def shell(
+        self, session_id: str, command: str, agent: str = "build"
+    ) -> AssistantWithParts:
+        body = {"agent": agent, "command": command}
+        raw = await self._request("POST", f"/session/{session_id}/shell", body)
+        return AssistantWithParts.model_validate(raw)
+
+    async def command(
+        self, session_id: str, command: str, arguments: str = ""
+    ) -> AssistantWithParts:
+        body = {"command": command, "arguments": arguments}
+        raw = await self._request("POST", f"/session/{session_id}/command", body)
+        return AssistantWithParts.model_validate(raw)
+
+    # ---- the rest of the server ----------------------------------------------------------
+
+    async def health(self) -> Health:
+        result: Health = await self._request("GET", "/global/health")
+        return result
+
+    async def agents(self) -> list[Agent]:
+        return [Agent.model_validate(a) for a in await self._request("GET", "/agent")]
+
+    async def commands(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._request("GET", "/command")
+        return result
+
+    async def path(self) -> PathInfo:
+        result: PathInfo = await self._request("GET", "/path")
+        return result
+
+    async def projects(self) -> list[ProjectInfo]:
+        result: list[ProjectInfo] = await self._request("GET", "/project")
+        return result
+
+    async def current_project(self) -> ProjectInfo:
+        result: ProjectInfo = await self._request("GET", "/project/current")
+        return result
+
+    async def files(self, path: str = ".") -> list[FileNode]:
+        result: list[FileNode] = await self._request("GET", "/file", params={"path": path})
+        return result
+
+    async def file_content(self, path: str) -> FileContent:
+        result: FileContent = await self._request("GET", "/file/content", params={"path": path})
+        return result
+
+    async def file_status(self) -> list[FileChange]:
+        result: list[FileChange] = await self._request("GET", "/file/status")
+        return result
+
+    async def find_text(self, pattern: str) -> list[TextMatch]:
+        result: list[TextMatch] = await self._request("GET", "/find", params={"pattern": pattern})
+        return result
+
+    async def find_files(self, query: str, *, dirs: bool = False, limit: int = 50) -> list[str]:
+        params = {"query": query, "dirs": dirs, "limit": limit}
+        result: list[str] = await self._request("GET", "/find/file", params=params)
+        return result
+
+    async def vcs(self) -> VcsInfo:
+        result: VcsInfo = await self._request("GET", "/vcs")
+        return result
+
+    async def lsp(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._request("GET", "/lsp")
+        return result
+
+    async def formatters(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._request("GET", "/formatter")
+        return result
+
+    async def mcp(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._request("GET", "/mcp")
+        return result
+
+    async def dispose(self) -> bool:
+        return bool(await self._request("POST", "/instance/dispose"))
+
+    async def config(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._request("GET", "/config")
+        return result
+
+    async def update_config(self, patch: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self._request("PATCH", "/config", patch)
+        return result
+
+    async def config_providers(self) -> ConfigProviders:
+        return ConfigProviders.model_validate(await self._request("GET", "/config/providers"))
+
+    async def providers(self) -> ProviderList:
+        return ProviderList.model_validate(await self._request("GET", "/provider"))
 
     # ---- events --------------------------------------------------------------------------
 

@@ -85,7 +85,18 @@ async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int],
     return received, last - started
 
 
-async def measure(words: int, *, prompt: str | None = None, project: Path | None = None) -> Result:
+def _stall(port: int) -> socket.socket:
+    """An SSE client that connects, then never reads (a tiny receive buffer)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"GET /event HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    return sock
+
+
+async def measure(
+    words: int, *, prompt: str | None = None, project: Path | None = None, stalled: int = 0
+) -> Result:
     """One fresh server (and data dir); ``prompt`` defaults to the demo's ``long N``."""
     port = _free_port()
     with (
@@ -108,9 +119,12 @@ async def measure(words: int, *, prompt: str | None = None, project: Path | None
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
                 await _wait_ready(http)
+                stuck = [_stall(port) for _ in range(stalled)]
                 before = (await http.get("/bench/stats")).json()
                 received, elapsed = await _stream(http, prompt or f"long {words}")
                 after = (await http.get("/bench/stats", params={"emits": "true"})).json()
+                for sock in stuck:
+                    sock.close()
         finally:
             server.terminate()
             await asyncio.wait_for(server.wait(), 10)
@@ -172,13 +186,20 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, action="append", help="N for `long N` (repeatable)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size; the median is shown")
+    parser.add_argument(
+        "--stalled", type=int, default=0, help="SSE clients that connect and never read"
+    )
     args = parser.parse_args()
     results = []
     for words in args.words or [1000, 10000]:
-        runs = [await measure(words) for _ in range(args.repeat)]
+        runs = [await measure(words, stalled=args.stalled) for _ in range(args.repeat)]
         runs.sort(key=lambda r: r.rate)
         results.append(runs[len(runs) // 2])
-    print(f"partwire streaming benchmark — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    stalled = f", {args.stalled} stalled clients" if args.stalled else ""
+    print(
+        f"partwire streaming benchmark — {os.cpu_count()} cores, "
+        f"Python {sys.version.split()[0]}{stalled}"
+    )
     print(table(results))
     for line in _verdicts(results):
         print(line)

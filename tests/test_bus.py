@@ -1,7 +1,16 @@
 from __future__ import annotations
 
+import pytest
+
 from partwire.bus import Bus
-from partwire.schema.event import Empty, ServerHeartbeat, SessionIdle, SessionRef
+from partwire.schema.event import (
+    Empty,
+    MessagePartDelta,
+    PartDeltaProps,
+    ServerHeartbeat,
+    SessionIdle,
+    SessionRef,
+)
 
 
 def _idle(n: int) -> object:
@@ -44,3 +53,35 @@ async def test_a_slow_subscriber_overflows_without_blocking_the_publisher() -> N
 def test_event_json_is_the_wire_envelope() -> None:
     event = SessionIdle(SessionRef(sessionID="ses_1")).with_id("evt_1")
     assert event.json == '{"id":"evt_1","type":"session.idle","properties":{"sessionID":"ses_1"}}'
+
+
+def _delta(n: int, text: str, part: str = "prt_1") -> object:
+    props = PartDeltaProps(
+        session_id="ses_1", message_id="msg_1", part_id=part, field="text", delta=text
+    )
+    return MessagePartDelta(props).with_id(f"evt_{n:05d}")
+
+
+async def test_a_lagging_subscriber_gets_merged_deltas_with_the_same_text() -> None:
+    bus = Bus(queue_limit=10)
+    sub = bus.subscribe_all()
+    for n in range(1_000):
+        bus.publish(_delta(n, f"w{n} "))  # type: ignore[arg-type]
+    events = sub.drain()
+    assert len(events) == 5  # four single deltas, then one that holds the rest
+    assert "".join(e.properties.delta for e in events) == "".join(f"w{n} " for n in range(1_000))  # type: ignore[attr-defined]
+    assert events[-1].id == "evt_00999" and not sub.overflowed and sub.peak <= 10
+
+
+async def test_merging_stops_at_its_cap_and_the_subscriber_is_sent_to_reload(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from partwire import bus as bus_module
+
+    monkeypatch.setattr(bus_module, "MAX_MERGED_CHARS", 100)
+    bus = Bus(queue_limit=10)
+    sub = bus.subscribe_all()
+    for n in range(1_000):
+        bus.publish(_delta(n, "0123456789"))  # type: ignore[arg-type]
+    assert sub.overflowed and sub.closed
+    assert sum(len(e.properties.delta) for e in sub.drain()) <= 10 * 100  # type: ignore[attr-defined]

@@ -3,9 +3,10 @@
 Publishing is synchronous and never blocks. Each subscriber has a bounded
 queue: once it is half full, a delta that continues the previous queued delta
 of the same part is merged into it (the client still gets the same text, in
-fewer events); if the queue fills anyway, the subscriber is marked
-``overflowed`` and closed — its transport tells the client to reload, or the
-client resumes from the event log with Last-Event-ID. Memory stays bounded.
+fewer events, up to MAX_MERGED_CHARS per merged event); if the queue fills
+anyway, the subscriber is marked ``overflowed`` and closed: its transport tells
+the client to reload, or the client resumes from the event log with
+Last-Event-ID. Memory stays bounded.
 """
 
 from __future__ import annotations
@@ -17,17 +18,38 @@ from collections.abc import AsyncIterator, Iterable
 from partwire.schema.event import Event, PartDeltaProps
 
 DEFAULT_QUEUE_LIMIT = 10_000
+MAX_MERGED_CHARS = 1_000_000  # past this a lagging client is sent to reload instead
 
 
-def _merge(earlier: Event, later: Event) -> Event | None:
-    """One delta event for two consecutive deltas of the same part and field."""
-    a, b = earlier.properties, later.properties
-    if not isinstance(a, PartDeltaProps) or not isinstance(b, PartDeltaProps):
-        return None
-    if (a.part_id, a.field) != (b.part_id, b.field):
-        return None
-    merged = b.model_copy(update={"delta": a.delta + b.delta})
-    return Event(later.id, later.type, merged)
+class _Merged:
+    """Consecutive deltas of one part and field, kept as chunks: O(1) per merge.
+
+    The single event they become is built once, when it is taken off the queue.
+    """
+
+    def __init__(self, first: Event) -> None:
+        props = first.properties
+        assert isinstance(props, PartDeltaProps)
+        self.props = props
+        self.chunks = [props.delta]
+        self.size = len(props.delta)
+        self.last = first
+
+    def absorbs(self, event: Event) -> bool:
+        props = event.properties
+        if not isinstance(props, PartDeltaProps):
+            return False
+        same = (props.part_id, props.field) == (self.props.part_id, self.props.field)
+        if not same or self.size + len(props.delta) > MAX_MERGED_CHARS:
+            return False
+        self.chunks.append(props.delta)
+        self.size += len(props.delta)
+        self.last = event
+        return True
+
+    def event(self) -> Event:
+        merged = self.props.model_copy(update={"delta": "".join(self.chunks)})
+        return Event(self.last.id, self.last.type, merged)
 
 
 class Subscription:
@@ -37,7 +59,7 @@ class Subscription:
         self._bus = bus
         self._types = types
         self._limit = limit
-        self._items: deque[Event] = deque()
+        self._items: deque[Event | _Merged] = deque()
         self._ready = asyncio.Event()
         self.overflowed = False
         self.closed = False
@@ -52,9 +74,10 @@ class Subscription:
             return
         items = self._items
         if len(items) >= self._limit // 2 and items and event.type == "message.part.delta":
-            merged = _merge(items[-1], event)
-            if merged is not None:
-                items[-1] = merged
+            tail = items[-1]
+            if isinstance(tail, Event) and tail.type == "message.part.delta":
+                tail = items[-1] = _Merged(tail)
+            if isinstance(tail, _Merged) and tail.absorbs(event):
                 self.merged += 1
                 return
         if len(items) >= self._limit:
@@ -72,11 +95,12 @@ class Subscription:
                 return None
             self._ready.clear()
             await self._ready.wait()
-        return self._items.popleft()
+        item = self._items.popleft()
+        return item.event() if isinstance(item, _Merged) else item
 
     def drain(self) -> list[Event]:
         """Events already queued, without waiting."""
-        events = list(self._items)
+        events = [i.event() if isinstance(i, _Merged) else i for i in self._items]
         self._items.clear()
         return events
 

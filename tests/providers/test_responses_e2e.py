@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import httpx
@@ -21,13 +23,14 @@ from tests.server.test_tools_e2e import PNG
 from tests.server.watch import Watch
 
 
-async def test_text_and_a_tool_call_through_the_responses_api(settings: Settings) -> None:
-    mock = MockResponses(
-        script=[function_call("read", {"filePath": "README.md"}), message("It is ", "a sample.")]
-    )
+@contextlib.asynccontextmanager
+async def responses_server(
+    settings: Settings, mock: MockResponses
+) -> AsyncIterator[httpx.AsyncClient]:
+    """partwire configured with the mock Responses API as provider ``openai``."""
     async with serve_app(mock.app()) as mock_url:
         provider = ProviderConfig(
-            id="openai", api="openai-responses", base_url=f"{mock_url}/v1", api_key="sk-x"
+            id="openai", api="openai-responses", base_url=f"{mock_url}/v1", api_key="k"
         )
         configured = replace(
             settings, providers={"openai": provider}, default_model="openai/gpt-mock"
@@ -36,10 +39,18 @@ async def test_text_and_a_tool_call_through_the_responses_api(settings: Settings
             serve_in_background(configured) as url,
             httpx.AsyncClient(base_url=url, timeout=30) as http,
         ):
-            sid = (await http.post("/session", json={})).json()["id"]
-            body = {"parts": [{"type": "text", "text": "read the readme"}]}
-            answer = (await http.post(f"/session/{sid}/message", json=body)).json()
-            messages = (await http.get(f"/session/{sid}/message")).json()
+            yield http
+
+
+async def test_text_and_a_tool_call_through_the_responses_api(settings: Settings) -> None:
+    mock = MockResponses(
+        script=[function_call("read", {"filePath": "README.md"}), message("It is ", "a sample.")]
+    )
+    async with responses_server(settings, mock) as http:
+        sid = (await http.post("/session", json={})).json()["id"]
+        body = {"parts": [{"type": "text", "text": "read the readme"}]}
+        answer = (await http.post(f"/session/{sid}/message", json=body)).json()
+        messages = (await http.get(f"/session/{sid}/message")).json()
     assert answer["parts"][-2]["text"] == "It is a sample."
     tool = next(p for p in messages[1]["parts"] if p["type"] == "tool")
     assert (tool["callID"], tool["state"]["status"]) == ("call_r1", "completed")
@@ -57,24 +68,14 @@ async def test_parallel_calls_and_an_image(settings: Settings) -> None:
         ]
     )
     image = "data:image/png;base64," + base64.b64encode(PNG).decode()
-    async with serve_app(mock.app()) as mock_url:
-        provider = ProviderConfig(
-            id="openai", api="openai-responses", base_url=f"{mock_url}/v1", api_key="k"
-        )
-        configured = replace(
-            settings, providers={"openai": provider}, default_model="openai/gpt-mock"
-        )
-        async with (
-            serve_in_background(configured) as url,
-            httpx.AsyncClient(base_url=url, timeout=30) as http,
-        ):
-            sid = (await http.post("/session", json={})).json()["id"]
-            parts = [
-                {"type": "text", "text": "look"},
-                {"type": "file", "mime": "image/png", "url": image},
-            ]
-            await http.post(f"/session/{sid}/message", json={"parts": parts})
-            messages = (await http.get(f"/session/{sid}/message")).json()
+    async with responses_server(settings, mock) as http:
+        sid = (await http.post("/session", json={})).json()["id"]
+        parts = [
+            {"type": "text", "text": "look"},
+            {"type": "file", "mime": "image/png", "url": image},
+        ]
+        await http.post(f"/session/{sid}/message", json={"parts": parts})
+        messages = (await http.get(f"/session/{sid}/message")).json()
     tools = [p for p in messages[1]["parts"] if p["type"] == "tool"]
     assert [(t["callID"], t["state"]["status"]) for t in tools] == [
         ("c1", "completed"),
@@ -93,34 +94,24 @@ async def test_reasoning_and_abort(settings: Settings) -> None:
             message(*[f"w{i} " for i in range(300)]),
         ]
     )
-    async with serve_app(mock.app()) as mock_url:
-        provider = ProviderConfig(
-            id="openai", api="openai-responses", base_url=f"{mock_url}/v1", api_key="k"
-        )
-        configured = replace(
-            settings, providers={"openai": provider}, default_model="openai/gpt-mock"
-        )
-        async with (
-            serve_in_background(configured) as url,
-            httpx.AsyncClient(base_url=url, timeout=30) as http,
-        ):
-            sid = (await http.post("/session", json={})).json()["id"]
-            answer = (
-                await http.post(
-                    f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "think"}]}
-                )
-            ).json()
-            mock.delay_s = 0.02
-            async with Watch(http) as watch:
-                await http.post(
-                    f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "go"}]}
-                )
-                await watch.wait_for(
-                    "message.part.delta", lambda e: e["properties"]["sessionID"] == sid
-                )
-                await http.post(f"/session/{sid}/abort")
-                await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
-            messages = (await http.get(f"/session/{sid}/message")).json()
+    async with responses_server(settings, mock) as http:
+        sid = (await http.post("/session", json={})).json()["id"]
+        answer = (
+            await http.post(
+                f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "think"}]}
+            )
+        ).json()
+        mock.delay_s = 0.02
+        async with Watch(http) as watch:
+            await http.post(
+                f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "go"}]}
+            )
+            await watch.wait_for(
+                "message.part.delta", lambda e: e["properties"]["sessionID"] == sid
+            )
+            await http.post(f"/session/{sid}/abort")
+            await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+        messages = (await http.get(f"/session/{sid}/message")).json()
     reasoning = next(p for p in answer["parts"] if p["type"] == "reasoning")
     assert reasoning["text"] == "Weigh it up."
     assert reasoning["metadata"]["provider"] == "openai"

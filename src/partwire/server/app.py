@@ -25,6 +25,39 @@ from partwire.server.routes import (
 )
 
 
+def _protect(app: FastAPI, settings: Settings) -> None:
+    """Body limit, CORS from the configuration, and Basic auth when a password is set."""
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            allow_credentials=True,
+        )
+    app.add_middleware(BodyLimit)
+    if settings.server_password:
+        app.add_middleware(
+            BasicAuth, username=settings.server_username, password=settings.server_password
+        )
+
+
+def _index(app: FastAPI) -> None:
+    @app.get("/global/health", operation_id="global.health")
+    async def health() -> dict[str, object]:
+        return {"healthy": True, "version": __version__}
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> dict[str, str]:
+        return {
+            "name": "partwire",
+            "version": __version__,
+            "openapi": "/doc",
+            "events": "/event",
+            "sessions": "/session",
+        }
+
+
 def create_app(settings: Settings) -> FastAPI:
     runtime = Runtime.build(settings)
 
@@ -46,40 +79,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.runtime = runtime
     errors.install(app)
-    if settings.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=list(settings.cors_origins),
-            allow_methods=["*"],
-            allow_headers=["*"],
-            allow_credentials=True,
-        )
-    app.add_middleware(BodyLimit)
-    if settings.server_password:
-        app.add_middleware(
-            BasicAuth, username=settings.server_username, password=settings.server_password
-        )
-    app.include_router(sse.router)
-    app.include_router(session.router)
-    app.include_router(parts.router)
-    app.include_router(actions.router)
-    app.include_router(permission.router)
-    app.include_router(agent.router)
-    app.include_router(config.router)
-    app.include_router(workspace.router)
-
-    @app.get("/global/health", operation_id="global.health")
-    async def health() -> dict[str, object]:
-        return {"healthy": True, "version": __version__}
-
-    @app.get("/", include_in_schema=False)
-    async def index() -> dict[str, str]:
-        return {
-            "name": "partwire",
-            "version": __version__,
-            "openapi": "/doc",
-            "events": "/event",
-            "sessions": "/session",
-        }
-
+    _protect(app, settings)
+    for module in (sse, session, parts, actions, permission, agent, config, workspace):
+        app.include_router(module.router)
+    _index(app)
     return app

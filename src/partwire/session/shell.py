@@ -4,32 +4,59 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from partwire import ids
-from partwire.schema.event import (
-    MessageInfo,
-    MessagePartUpdated,
-    MessageUpdated,
-    PartUpdatedProps,
-)
+from partwire.schema.event import MessageInfo, MessagePartUpdated, MessageUpdated, PartUpdatedProps
 from partwire.schema.message import (
     AssistantMessage,
     AssistantTime,
     AssistantWithParts,
+    Message,
     MessagePath,
     UserMessage,
     UserTime,
 )
-from partwire.schema.part import ModelRef, TextPart, ToolPart
+from partwire.schema.part import ModelRef, Part, TextPart, ToolPart
 from partwire.schema.session import Session
 from partwire.schema.tool_state import FinishedTime, ToolStateCompleted, ToolStateError
 from partwire.storage.base import Store
 from partwire.tools import bash
 from partwire.tools.base import ToolContext
 
+USER_NOTE = "The following tool was executed by the user"
+
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+async def _save_message(store: Store, message: Message) -> None:
+    await store.put_message(
+        message, [MessageUpdated(MessageInfo(session_id=message.session_id, info=message))]
+    )
+
+
+async def _save_part(store: Store, part: Part) -> None:
+    props = PartUpdatedProps(session_id=part.session_id, part=part, time=_now())
+    await store.put_part(part, [MessagePartUpdated(props)])
+
+
+async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolStateCompleted | ToolStateError:
+    started = _now()
+    try:
+        result = await bash.TOOL.run(args, ctx)
+    except Exception as exc:  # a user's command failing is data, not a server error
+        return ToolStateError(
+            input=args, error=str(exc), time=FinishedTime(start=started, end=_now())
+        )
+    return ToolStateCompleted(
+        input=args,
+        output=result.output,
+        title=result.title,
+        metadata=result.metadata,
+        time=FinishedTime(start=started, end=_now()),
+    )
 
 
 async def run_shell(
@@ -43,17 +70,11 @@ async def run_shell(
         agent=agent,
         model=model,
     )
-    await store.put_message(user, [MessageUpdated(MessageInfo(session_id=session.id, info=user))])
+    await _save_message(store, user)
     note = TextPart(
-        id=ids.part_id(),
-        session_id=session.id,
-        message_id=user.id,
-        text="The following tool was executed by the user",
-        synthetic=True,
+        id=ids.part_id(), session_id=session.id, message_id=user.id, text=USER_NOTE, synthetic=True
     )
-    await store.put_part(
-        note, [MessagePartUpdated(PartUpdatedProps(session_id=session.id, part=note, time=_now()))]
-    )
+    await _save_part(store, note)
     root = session.directory
     assistant = AssistantMessage(
         id=ids.message_id(),
@@ -66,28 +87,15 @@ async def run_shell(
         agent=agent,
         path=MessagePath(cwd=root, root=root),
     )
-    started = _now()
-    args = {"command": command, "description": command[:60]}
+    call_id = ids.ascending("call")
     ctx = ToolContext(
         session_id=session.id,
         message_id=assistant.id,
-        call_id=ids.ascending("call"),
+        call_id=call_id,
         agent=agent,
         project_dir=Path(root),
     )
-    try:
-        result = await bash.TOOL.run(args, ctx)
-        state: ToolStateCompleted | ToolStateError = ToolStateCompleted(
-            input=args,
-            output=result.output,
-            title=result.title,
-            metadata=result.metadata,
-            time=FinishedTime(start=started, end=_now()),
-        )
-    except Exception as exc:  # a user's command failing is data, not a server error
-        state = ToolStateError(
-            input=args, error=str(exc), time=FinishedTime(start=started, end=_now())
-        )
+    state = await _run({"command": command, "description": command[:60]}, ctx)
     finished = assistant.model_copy(
         update={
             "time": AssistantTime(created=assistant.time.created, completed=_now()),
@@ -98,14 +106,10 @@ async def run_shell(
         id=ids.part_id(),
         session_id=session.id,
         message_id=assistant.id,
-        call_id=ctx.call_id,
+        call_id=call_id,
         tool="bash",
         state=state,
     )
-    await store.put_message(
-        finished, [MessageUpdated(MessageInfo(session_id=session.id, info=finished))]
-    )
-    await store.put_part(
-        part, [MessagePartUpdated(PartUpdatedProps(session_id=session.id, part=part, time=_now()))]
-    )
+    await _save_message(store, finished)
+    await _save_part(store, part)
     return AssistantWithParts(info=finished, parts=[part])

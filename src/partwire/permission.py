@@ -41,7 +41,12 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 def wildcard(pattern: str, text: str) -> bool:
-    """``*`` matches any run of characters (``/`` included), ``?`` one character."""
+    """``*`` matches any run of characters (``/`` included), ``?`` one character.
+
+    A trailing `` *`` also matches nothing at all, so ``ls *`` allows a bare ``ls``.
+    """
+    if pattern.endswith(" *") and text == pattern[:-2]:
+        return True
     return _compile(pattern).fullmatch(text) is not None
 
 

@@ -224,3 +224,28 @@ async def test_agents_are_listed_and_unknown_agents_refused(http: httpx.AsyncCli
     assert response.json()["data"]["message"] == (
         "Unknown agent 'wizard'; available: build, plan, general"
     )
+
+
+async def test_always_for_a_command_does_not_cover_a_chained_one(
+    http: httpx.AsyncClient, model: ScriptedModel, project: Path
+) -> None:
+    first = {"command": "ls", "description": "list"}
+    chained = {"command": "ls && touch made-by-rider", "description": "list and more"}
+    model.enqueue(
+        tool_reply("bash", first, call_id="a"),
+        tool_reply("bash", chained, call_id="b"),
+        text_reply("ok"),
+    )
+    async with Watch(http) as watch:
+        rules = [{"permission": "bash", "pattern": "*", "action": "ask"}]
+        sid = await _start(http, "go", permission=rules)
+        asked = await watch.wait_for("permission.asked")
+        assert asked["properties"]["always"] == ["ls *"]
+        await http.post(f"/permission/{asked['properties']['id']}/reply", json={"reply": "always"})
+        second = await watch.wait_for(
+            "permission.asked", lambda e: e["properties"]["id"] != asked["properties"]["id"]
+        )
+        assert second["properties"]["patterns"] == ["ls", "touch made-by-rider"]
+        await http.post(f"/permission/{second['properties']['id']}/reply", json={"reply": "reject"})
+        await watch.wait_for("session.idle", lambda e: e["properties"]["sessionID"] == sid)
+    assert not (project / "made-by-rider").exists()

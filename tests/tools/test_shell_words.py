@@ -20,6 +20,8 @@ from partwire.tools.shell_words import prefix_pattern, simple_commands
         ("echo $(rm -rf x) `whoami`", ["rm -rf x", "whoami", "echo"]),
         ("cd src\npytest -q", ["cd src", "pytest -q"]),
         ("echo 'unbalanced", ["echo 'unbalanced"]),
+        ("make 2>&1 | tee log", ["make 2 >& 1", "tee log"]),
+        ("echo err >&2 && ls > out.txt", ["echo err >& 2", "ls > out.txt"]),
     ],
 )
 def test_simple_commands(line: str, commands: list[str]) -> None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import resolve_path
+from partwire.tools.shell_words import prefix_pattern, simple_commands
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -69,12 +70,12 @@ async def _pump(
 
 
 async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
-    first_word = args.command.split()[0]
+    commands = simple_commands(args.command)
     await ctx.ask(
         "bash",
-        [args.command],
-        always=[f"{first_word} *"],
-        metadata={"description": args.description},
+        commands,
+        always=sorted({prefix_pattern(c) for c in commands}),
+        metadata={"description": args.description, "command": args.command},
     )
     cwd = await resolve_path(ctx, args.workdir, directory=True) if args.workdir else ctx.project_dir
     if not cwd.is_dir():

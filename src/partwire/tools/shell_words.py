@@ -15,7 +15,8 @@ _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
 
 
 def _split_line(line: str) -> list[str]:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    # "<>" are punctuation too, so redirections like ">&2" and "2>&1" stay one token
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
     lexer.whitespace_split = True
     commands: list[list[str]] = [[]]
     for token in lexer:

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system sdk lint typecheck pytest bench wheel clean
+.PHONY: help serve test system sdk ui lint typecheck pytest bench bench-ui wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -15,10 +15,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-serve: $(STAMP) ## Start partwire serve on 127.0.0.1:4096 (installs first)
+serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096 (installs and builds the web UI first)
 	$(BIN)/partwire serve
 
-test: $(STAMP) system sdk lint typecheck pytest ## System packages, SDK, format check, lint, mypy --strict, pytest
+test: $(STAMP) system sdk ui lint typecheck pytest ## System packages, SDK, web UI build + tsc, format check, lint, mypy --strict, pytest
+
+# The web UI: npm dependencies and a Vite build into the package (served at /, shipped in the wheel).
+UI_OUT := src/partwire/server/static/index.html
+UI_SOURCES := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json
+
+web/node_modules/.installed: web/package-lock.json
+	# npm install, not npm ci: the lock holds only the platform builds of rollup this
+	# registry serves, which npm ci refuses; install still takes the locked versions.
+	cd web && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(UI_OUT): web/node_modules/.installed $(UI_SOURCES)
+	cd web && npx --no-install tsc --noEmit && npx --no-install vite build --logLevel warn
+
+ui: $(UI_OUT) ## Install the web UI's npm dependencies, type-check it and build it into the package
 
 SDK_STAMP := tests/sdk/node_modules/.installed
 
@@ -29,8 +44,8 @@ $(SDK_STAMP): tests/sdk/package-lock.json
 
 sdk: $(SDK_STAMP) ## Install the official opencode JS SDK for its conformance test (npm)
 
-system: ## Install the system packages tests use (ripgrep, git) when apt-get is available as root
-	@missing=""; for tool in rg:ripgrep git:git; do \
+system: ## Install the system packages tests use (ripgrep, git, chromium) when apt-get is available as root
+	@missing=""; for tool in rg:ripgrep git:git chromium:chromium; do \
 	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -53,8 +68,9 @@ bench: $(STAMP) ## Benchmarks: demo streaming (long 1000, long 10000) and a mock
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
 	$(BIN)/python bench/provider.py --words 10000
 
-wheel: $(STAMP) ## Build the wheel into dist/
+wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .
 
 clean: ## Remove the venv and build output
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache tests/sdk/node_modules
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache tests/sdk/node_modules \
+	  web/node_modules src/partwire/server/static

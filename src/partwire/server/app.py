@@ -11,7 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
-from partwire.server import errors, sse
+from partwire.server import errors, sse, ui
 from partwire.server.auth import BasicAuth
 from partwire.server.limits import BodyLimit
 from partwire.server.routes import (
@@ -47,16 +47,6 @@ def _index(app: FastAPI) -> None:
     async def health() -> dict[str, object]:
         return {"healthy": True, "version": __version__}
 
-    @app.get("/", include_in_schema=False)
-    async def index() -> dict[str, str]:
-        return {
-            "name": "partwire",
-            "version": __version__,
-            "openapi": "/doc",
-            "events": "/event",
-            "sessions": "/session",
-        }
-
 
 def create_app(settings: Settings) -> FastAPI:
     runtime = Runtime.build(settings)
@@ -83,4 +73,5 @@ def create_app(settings: Settings) -> FastAPI:
     for module in (sse, session, parts, actions, permission, agent, config, workspace):
         app.include_router(module.router)
     _index(app)
+    ui.install(app)
     return app

@@ -1,0 +1,91 @@
+// Typed calls to the partwire HTTP API (same origin; Basic auth, if any, is the browser's).
+import type {
+  Agent,
+  MessageWithParts,
+  ModelRef,
+  PermissionRequest,
+  QuestionRequest,
+  Session,
+  SessionStatus,
+  Todo,
+} from "./types";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<Response> {
+  const init: RequestInit = { method, headers: {} };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { "content-type": "application/json" };
+  }
+  const response = await fetch(path, init);
+  if (!response.ok) {
+    let message = `${method} ${path}: HTTP ${response.status}`;
+    try {
+      const error = (await response.json()) as { name?: string; data?: { message?: string } };
+      message = error.data?.message ?? error.name ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(response.status, message);
+  }
+  return response as Response & { json(): Promise<T> };
+}
+
+async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await call<T>(method, path, body);
+  return (await response.json()) as T;
+}
+
+export interface ProviderList {
+  all: { id: string; name: string; models: Record<string, { id: string; name: string }> }[];
+  default: Record<string, string>;
+  connected: string[];
+}
+
+export interface PromptPart {
+  type: "text" | "file";
+  text?: string;
+  mime?: string;
+  url?: string;
+  filename?: string;
+  source?: unknown;
+}
+
+export const api = {
+  sessions: () => json<Session[]>("GET", "/session"),
+  statuses: () => json<Record<string, SessionStatus>>("GET", "/session/status"),
+  createSession: (title?: string) => json<Session>("POST", "/session", title ? { title } : {}),
+  renameSession: (id: string, title: string) => json<Session>("PATCH", `/session/${id}`, { title }),
+  deleteSession: (id: string) => json<boolean>("DELETE", `/session/${id}`),
+  abort: (id: string) => json<boolean>("POST", `/session/${id}/abort`),
+  todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
+  async messages(id: string): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
+    const response = await call<MessageWithParts[]>("GET", `/session/${id}/message`);
+    return {
+      messages: (await response.json()) as MessageWithParts[],
+      lastEventID: response.headers.get("x-last-event-id"),
+    };
+  },
+  prompt: (id: string, parts: PromptPart[], model?: ModelRef, agent?: string) =>
+    call("POST", `/session/${id}/prompt_async`, { parts, model, agent }),
+  permissions: () => json<PermissionRequest[]>("GET", "/permission"),
+  replyPermission: (id: string, reply: "once" | "always" | "reject") =>
+    json<boolean>("POST", `/permission/${id}/reply`, { reply }),
+  questions: () => json<QuestionRequest[]>("GET", "/question"),
+  replyQuestion: (id: string, answers: string[][]) =>
+    json<boolean>("POST", `/question/${id}/reply`, { answers }),
+  rejectQuestion: (id: string) => json<boolean>("POST", `/question/${id}/reject`),
+  providers: () => json<ProviderList>("GET", "/provider"),
+  agents: () => json<Agent[]>("GET", "/agent"),
+  findFiles: (query: string) =>
+    json<string[]>("GET", `/find/file?query=${encodeURIComponent(query)}&limit=20`),
+  path: () => json<{ directory: string; worktree: string }>("GET", "/path"),
+};

@@ -1,0 +1,148 @@
+// The layout: session list, the open conversation with its status, the prompt box.
+import { useEffect, useState } from "preact/hooks";
+import { api, type PromptPart } from "./api";
+import { Conversation } from "./conversation";
+import { useStore } from "./hooks";
+import { PermissionPrompt, QuestionPrompt } from "./prompts";
+import { PromptBox } from "./promptbox";
+import { SessionList } from "./sessions";
+import { store } from "./store";
+import type { ModelRef } from "./types";
+
+function currentFromHash(): string | null {
+  const match = /^#\/session\/(ses_\w+)/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
+export async function loadSession(sessionID: string): Promise<void> {
+  store.beginLoad(sessionID);
+  const [{ messages, lastEventID }, todos] = await Promise.all([api.messages(sessionID), api.todos(sessionID).catch(() => [])]);
+  store.load(sessionID, messages, lastEventID);
+  store.todosUpdated(sessionID, todos);
+}
+
+function StatusPill({ sessionID }: { sessionID: string }) {
+  useStore("status");
+  const status = store.status.get(sessionID) ?? { type: "idle" as const };
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (status.type !== "retry") return;
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, [status.type]);
+  let label: string = status.type;
+  if (status.type === "retry") label = `retry #${status.attempt} in ${Math.max(0, Math.ceil((status.next - now) / 1000))} s`;
+  return (
+    <span class={`status status-${status.type}`} role="status" data-status={status.type} title={status.type === "retry" ? status.message : undefined}>
+      {status.type === "busy" && <span class="spinner" aria-hidden="true" />}
+      {label}
+    </span>
+  );
+}
+
+/** Asks of this session that no tool card on screen shows (no callID, or a call not loaded). */
+function LooseAsks({ sessionID }: { sessionID: string }) {
+  useStore("asks", `session:${sessionID}`);
+  const shown = (callID?: string) => Boolean(callID && document.querySelector(`[data-call="${CSS.escape(callID)}"]`));
+  const permissions = [...store.permissions.values()].filter((p) => p.sessionID === sessionID && !shown(p.tool?.callID));
+  const questions = [...store.questions.values()].filter((q) => q.sessionID === sessionID && !shown(q.tool?.callID));
+  if (permissions.length + questions.length === 0) return null;
+  return (
+    <div class="loose-asks">
+      {permissions.map((p) => <PermissionPrompt key={p.id} request={p} />)}
+      {questions.map((q) => <QuestionPrompt key={q.id} request={q} />)}
+    </div>
+  );
+}
+
+function Banner() {
+  useStore("connection");
+  if (store.connected) return null;
+  return (
+    <div class="banner" role="alert" data-testid="disconnected">
+      Disconnected from the server — reconnecting…
+    </div>
+  );
+}
+
+export function App() {
+  useStore("sessions", "status", "reload");
+  const [current, setCurrent] = useState<string | null>(currentFromHash());
+  const [error, setError] = useState("");
+  const [menu, setMenu] = useState(false);
+
+  useEffect(() => {
+    const onHash = () => {
+      setCurrent(currentFromHash());
+      setMenu(false);
+    };
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+
+  useEffect(() => {
+    if (current && !store.isLoaded(current)) loadSession(current).catch((e: Error) => setError(e.message));
+  });
+
+  const open = (id: string | null) => {
+    location.hash = id ? `#/session/${id}` : "";
+  };
+
+  const session = current ? store.sessions.get(current) : undefined;
+  const status = current ? store.status.get(current) : undefined;
+  const busy = status !== undefined && status.type !== "idle";
+
+  const send = async (parts: PromptPart[], model: ModelRef | undefined, agent: string | undefined) => {
+    try {
+      let id = current;
+      if (!id) {
+        const created = await api.createSession();
+        store.sessionUpdated(created);
+        id = created.id;
+        open(id);
+        await loadSession(id);
+      }
+      await api.prompt(id, parts, model, agent);
+    } catch (e) {
+      setError((e as Error).message);
+      throw e;
+    }
+  };
+
+  const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
+
+  return (
+    <div class={`app ${menu ? "menu-open" : ""}`}>
+      <Banner />
+      <aside class="sidebar">
+        <div class="brand">partwire</div>
+        <SessionList current={current} onOpen={open} onError={setError} />
+      </aside>
+      <main class="main">
+        <header class="topbar">
+          <button type="button" class="icon-btn menu-btn" aria-label="Sessions" onClick={() => setMenu(!menu)}>
+            ☰
+          </button>
+          <div class="title">
+            {parent && (
+              <a class="parent-link" href={`#/session/${parent.id}`}>
+                {parent.title} ›{" "}
+              </a>
+            )}
+            <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
+          </div>
+          {current && <StatusPill sessionID={current} />}
+        </header>
+        {error && (
+          <div class="toast" role="alert" onClick={() => setError("")}>
+            {error} <span class="dismiss">×</span>
+          </div>
+        )}
+        {current ? <Conversation key={current} sessionID={current} /> : <div class="conversation empty">Pick a session, or send a prompt to start one.</div>}
+        {current && <LooseAsks sessionID={current} />}
+        <PromptBox busy={busy} onSend={send} onStop={() => current && void api.abort(current).catch((e: Error) => setError(e.message))} />
+      </main>
+      <div class="scrim" onClick={() => setMenu(false)} />
+    </div>
+  );
+}

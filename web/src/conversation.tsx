@@ -1,0 +1,146 @@
+// The conversation: a windowed list (only messages near the viewport are in the DOM),
+// following new content until the user scrolls up.
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useStore } from "./hooks";
+import { MessageView } from "./parts";
+import { store } from "./store";
+
+const ESTIMATE = 140;
+const OVERSCAN = 1200;
+const NEAR_BOTTOM = 48;
+
+export function Conversation({ sessionID }: { sessionID: string }) {
+  useStore(`session:${sessionID}`);
+  const messages = store.messages.get(sessionID) ?? [];
+  const scroller = useRef<HTMLDivElement>(null);
+  const heights = useRef(new Map<string, number>());
+  const [, setMeasured] = useState(0);
+  const [view, setView] = useState({ top: 0, height: 800 });
+  const [following, setFollowing] = useState(true);
+  const lastTop = useRef(0);
+  const followingRef = useRef(true);
+  followingRef.current = following;
+
+  // prefix offsets of every message, from measured or estimated heights
+  const offsets = new Array<number>(messages.length + 1);
+  offsets[0] = 0;
+  for (let i = 0; i < messages.length; i++) {
+    offsets[i + 1] = offsets[i] + (heights.current.get(messages[i].id) ?? ESTIMATE);
+  }
+  const total = offsets[messages.length];
+  const first = Math.max(0, search(offsets, view.top - OVERSCAN) - 1);
+  let last = search(offsets, view.top + view.height + OVERSCAN);
+  last = Math.min(messages.length, Math.max(last, first + 1));
+  const visible = messages.slice(first, last);
+
+  const observer = useRef<ResizeObserver | null>(null);
+  useEffect(() => {
+    observer.current = new ResizeObserver((entries) => {
+      let changed = false;
+      let shift = 0;
+      const el = scroller.current;
+      const viewTop = el?.getBoundingClientRect().top ?? 0;
+      for (const entry of entries) {
+        const row = entry.target as HTMLElement;
+        const id = row.dataset.row;
+        const height = row.offsetHeight;
+        const before = id ? heights.current.get(id) : undefined;
+        if (id && height > 0 && before !== height) {
+          // a row above the viewport changed size: keep what the user looks at in place
+          if (row.getBoundingClientRect().bottom <= viewTop) shift += height - (before ?? ESTIMATE);
+          heights.current.set(id, height);
+          changed = true;
+        }
+      }
+      if (el && shift !== 0 && !followingRef.current) el.scrollTop += shift;
+      if (changed) setMeasured((n) => n + 1);
+    });
+    return () => observer.current?.disconnect();
+  }, []);
+
+  const rowRef = (element: HTMLDivElement | null) => {
+    if (element) observer.current?.observe(element);
+  };
+
+  useEffect(() => {
+    setFollowing(true);
+    heights.current.clear();
+  }, [sessionID]);
+
+  // keep the bottom in view while following
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el || !following) return;
+    const target = el.scrollHeight - el.clientHeight;
+    if (Math.abs(el.scrollTop - target) > 1) {
+      el.scrollTop = target;
+      lastTop.current = el.scrollTop;
+      setView({ top: el.scrollTop, height: el.clientHeight });
+    }
+  });
+
+  // a delta grows the last message without re-rendering this list: follow it too
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const grow = new ResizeObserver(() => {
+      if (following) {
+        el.scrollTop = el.scrollHeight;
+        lastTop.current = el.scrollTop;
+      }
+    });
+    const inner = el.firstElementChild;
+    if (inner) grow.observe(inner);
+    return () => grow.disconnect();
+  }, [following, sessionID]);
+
+  const onScroll = () => {
+    const el = scroller.current;
+    if (!el) return;
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM;
+    if (atBottom) setFollowing(true);
+    else if (el.scrollTop < lastTop.current - 2) setFollowing(false);
+    lastTop.current = el.scrollTop;
+    setView({ top: el.scrollTop, height: el.clientHeight });
+  };
+
+  const jump = () => {
+    setFollowing(true);
+    const el = scroller.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  };
+
+  return (
+    <div class="conversation-wrap">
+      <div class="conversation" ref={scroller} onScroll={onScroll} data-testid="conversation">
+        <div class="conversation-inner" style={{ height: `${total}px` }}>
+          <div class="rows" style={{ transform: `translateY(${offsets[first]}px)` }}>
+            {visible.map((message) => (
+              <div key={message.id} class="row" data-row={message.id} ref={rowRef}>
+                <MessageView message={message} />
+              </div>
+            ))}
+          </div>
+        </div>
+        {messages.length === 0 && <div class="empty">Send a prompt to start.</div>}
+      </div>
+      {!following && (
+        <button type="button" class="jump" onClick={jump}>
+          ↓ Jump to latest
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The first index i with offsets[i] > y. */
+function search(offsets: number[], y: number): number {
+  let lo = 0;
+  let hi = offsets.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (offsets[mid] <= y) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,32 @@
+import { useEffect, useState } from "preact/hooks";
+import { store } from "./store";
+
+/** Re-render when any of the store keys is notified; returns a value that changes with them. */
+export function useStore(...keys: string[]): number {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    const bump = () => setTick((t) => t + 1);
+    const offs = keys.map((key) => store.subscribe(key, bump));
+    return () => offs.forEach((off) => off());
+  }, keys);
+  return keys.reduce((sum, key) => sum + store.version(key), 0);
+}
+
+/** Milliseconds since `start`, ticking every second while `live`. */
+export function useElapsed(start: number | undefined, end: number | undefined, live: boolean): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!live) return;
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, [live]);
+  if (start === undefined) return 0;
+  return (end ?? now) - start;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  return `${Math.floor(s / 60)} m ${Math.round(s % 60)} s`;
+}

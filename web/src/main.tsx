@@ -1,0 +1,42 @@
+import { render } from "preact";
+import { api } from "./api";
+import { App, loadSession } from "./app";
+import { EventStream } from "./events";
+import { installCopyButtons } from "./markdown";
+import { setProjectRoot } from "./paths";
+import { store } from "./store";
+import "./styles.css";
+
+async function loadSnapshot(): Promise<void> {
+  const [sessions, statuses, permissions, questions] = await Promise.all([
+    api.sessions(),
+    api.statuses(),
+    api.permissions(),
+    api.questions(),
+  ]);
+  store.setSessions(sessions);
+  store.setStatuses(statuses);
+  store.setPending(permissions, questions);
+}
+
+async function resync(): Promise<void> {
+  store.unloadAll();
+  await loadSnapshot();
+}
+
+const events = new EventStream(
+  store,
+  async (first) => {
+    if (first) await loadSnapshot();
+  },
+  resync,
+);
+
+api.path().then((p) => setProjectRoot(p.directory), () => undefined);
+const root = document.getElementById("app")!;
+installCopyButtons(root);
+render(<App />, root);
+events.start();
+
+// hooks for the end-to-end tests and the benchmark
+Object.assign(window, { partwire: { store, events, loadSession } });

@@ -1,0 +1,210 @@
+// Part renderers, looked up by part type: a new part type is one new entry here.
+import type { FunctionComponent } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { formatDuration, useStore } from "./hooks";
+import { renderBlock, splitBlocks } from "./markdown";
+import { relativePath } from "./paths";
+import { store } from "./store";
+import { ToolCard } from "./tools";
+import type {
+  AgentPart,
+  CompactionPart,
+  FilePart,
+  Message,
+  Part,
+  PatchPart,
+  ReasoningPart,
+  RetryPart,
+  StepFinishPart,
+  SubtaskPart,
+  TextPart,
+} from "./types";
+
+export function Markdown({ text }: { text: string }) {
+  return (
+    <div class="markdown">
+      {splitBlocks(text).map((block, i) => (
+        <div key={i} class="md-block" dangerouslySetInnerHTML={{ __html: renderBlock(block) }} />
+      ))}
+    </div>
+  );
+}
+
+function TextView({ part }: { part: TextPart }) {
+  if (part.synthetic) return null;
+  const streaming = part.time !== undefined && part.time.end === undefined;
+  return (
+    <div class={`part part-text ${streaming ? "streaming" : ""}`} data-part={part.id}>
+      <Markdown text={part.text} />
+    </div>
+  );
+}
+
+function ReasoningView({ part }: { part: ReasoningPart }) {
+  const done = part.time?.end !== undefined;
+  const [open, setOpen] = useState<boolean | null>(null);
+  const expanded = open ?? !done;
+  const took = done ? formatDuration((part.time.end ?? 0) - part.time.start) : "";
+  if (!part.text.trim()) return null;
+  return (
+    <div class="part part-reasoning" data-part={part.id}>
+      <button type="button" class="reasoning-head" aria-expanded={expanded} onClick={() => setOpen(!expanded)}>
+        {done ? `Thought for ${took}` : "Thinking…"}
+      </button>
+      {expanded && <Markdown text={part.text} />}
+    </div>
+  );
+}
+
+function Lightbox({ src, onClose }: { src: string; onClose: () => void }) {
+  useEffect(() => {
+    const close = (e: KeyboardEvent) => e.key === "Escape" && onClose();
+    window.addEventListener("keydown", close);
+    return () => window.removeEventListener("keydown", close);
+  }, []);
+  return (
+    <div class="lightbox" role="dialog" aria-label="Image" onClick={onClose}>
+      <img src={src} alt="" />
+    </div>
+  );
+}
+
+export function FileView({ part }: { part: FilePart }) {
+  const [zoom, setZoom] = useState(false);
+  const name = relativePath(part.source?.path ?? part.filename ?? part.url.replace(/^file:\/\//, ""));
+  if (part.mime.startsWith("image/") && /^(data:|https?:|\/)/.test(part.url)) {
+    return (
+      <span class="part part-file">
+        <button type="button" class="thumb" onClick={() => setZoom(true)} title={name}>
+          <img src={part.url} alt={name} loading="lazy" />
+        </button>
+        {zoom && <Lightbox src={part.url} onClose={() => setZoom(false)} />}
+      </span>
+    );
+  }
+  return (
+    <span class="part part-file chip" title={part.mime}>
+      ⎘ {name || part.mime}
+    </span>
+  );
+}
+
+function StepFinishView({ part }: { part: StepFinishPart }) {
+  const t = part.tokens;
+  const cache = t.cache.read + t.cache.write;
+  return (
+    <div class="part part-step-finish">
+      {t.input.toLocaleString()} in · {t.output.toLocaleString()} out
+      {t.reasoning > 0 && ` · ${t.reasoning.toLocaleString()} reasoning`}
+      {cache > 0 && ` · ${cache.toLocaleString()} cache`}
+      {part.cost > 0 && ` · $${part.cost.toFixed(4)}`}
+    </div>
+  );
+}
+
+function RetryView({ part }: { part: RetryPart }) {
+  useStore("status");
+  const status = store.status.get(part.sessionID);
+  const [now, setNow] = useState(Date.now());
+  const next = status?.type === "retry" && status.attempt === part.attempt ? status.next : undefined;
+  useEffect(() => {
+    if (next === undefined) return;
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, [next]);
+  const left = next !== undefined ? Math.max(0, Math.ceil((next - now) / 1000)) : undefined;
+  return (
+    <div class="part part-retry notice" role="status">
+      ↻ Attempt {part.attempt} failed: {part.error.data?.message ?? part.error.name}
+      {left !== undefined && <span class="countdown"> — retrying in {left} s</span>}
+    </div>
+  );
+}
+
+function CompactionView({ part }: { part: CompactionPart }) {
+  return (
+    <div class="part part-compaction divider" role="separator">
+      <span>{part.auto ? "Context compacted automatically" : "Context compacted"}</span>
+    </div>
+  );
+}
+
+function PatchView({ part }: { part: PatchPart }) {
+  return (
+    <div class="part part-patch">
+      <div class="patch-head">Changed {part.files.length === 1 ? "1 file" : `${part.files.length} files`}</div>
+      <ul>
+        {part.files.map((file) => (
+          <li key={file}>
+            <code>{relativePath(file)}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function AgentView({ part }: { part: AgentPart }) {
+  return <span class="part part-agent chip">@{part.name}</span>;
+}
+
+function SubtaskView({ part }: { part: SubtaskPart }) {
+  return (
+    <div class="part part-subtask notice">
+      ⇲ Sub-task for <strong>@{part.agent}</strong>: {part.description}
+    </div>
+  );
+}
+
+const Nothing = () => null;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const PARTS: Record<string, FunctionComponent<{ part: any }>> = {
+  text: TextView,
+  reasoning: ReasoningView,
+  file: FileView,
+  tool: ToolCard,
+  "step-start": Nothing,
+  "step-finish": StepFinishView,
+  snapshot: Nothing,
+  patch: PatchView,
+  retry: RetryView,
+  compaction: CompactionView,
+  agent: AgentView,
+  subtask: SubtaskView,
+};
+
+function Unknown({ part }: { part: Part }) {
+  return <div class="part part-unknown">[{part.type}]</div>;
+}
+
+function errorText(message: Message): string | null {
+  const error = message.error;
+  if (!error) return null;
+  if (error.name === "MessageAbortedError") return "Stopped.";
+  return `${error.name}: ${error.data?.message ?? ""}`;
+}
+
+export function MessageView({ message }: { message: Message }) {
+  useStore(`message:${message.id}`);
+  const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
+  const parts = store.parts.get(message.id) ?? [];
+  const error = errorText(current);
+  return (
+    <article class={`message message-${current.role}`} data-message={current.id}>
+      {current.role === "assistant" && (
+        <header class="message-meta">
+          {current.agent && <span>{current.agent}</span>}
+          {current.modelID && <span>{current.providerID}/{current.modelID}</span>}
+        </header>
+      )}
+      <div class="message-parts">
+        {parts.map((part) => {
+          const View = PARTS[part.type] ?? Unknown;
+          return <View key={part.id} part={part} />;
+        })}
+      </div>
+      {error && <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>{error}</div>}
+    </article>
+  );
+}

@@ -1,0 +1,205 @@
+// The prompt box: Enter sends, Shift+Enter is a newline, `@` mentions a project file
+// (GET /find/file) or an agent, and the model and agent pickers feed the request.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, type PromptPart, type ProviderList } from "./api";
+import { projectRoot } from "./paths";
+import type { Agent, ModelRef } from "./types";
+
+interface Suggestion {
+  kind: "file" | "agent";
+  value: string;
+  detail?: string;
+}
+
+interface Props {
+  busy: boolean;
+  onSend: (parts: PromptPart[], model: ModelRef | undefined, agent: string | undefined) => Promise<void>;
+  onStop: () => void;
+}
+
+const MENTION = /(^|\s)@([\w./-]*)$/;
+
+function fileParts(text: string, files: Set<string>): PromptPart[] {
+  const parts: PromptPart[] = [];
+  for (const path of files) {
+    const value = `@${path}`;
+    const start = text.indexOf(value);
+    if (start < 0) continue;
+    const absolute = `${projectRoot()}/${path}`;
+    parts.push({
+      type: "file",
+      mime: "text/plain",
+      url: `file://${absolute}`,
+      filename: path,
+      source: { type: "file", path: absolute, text: { value, start, end: start + value.length } },
+    });
+  }
+  return parts;
+}
+
+function useChoices() {
+  const [providers, setProviders] = useState<ProviderList | null>(null);
+  const [agents, setAgents] = useState<Agent[]>([]);
+  useEffect(() => {
+    api.providers().then(setProviders, () => undefined);
+    api.agents().then(setAgents, () => undefined);
+  }, []);
+  return { providers, agents };
+}
+
+export function PromptBox({ busy, onSend, onStop }: Props) {
+  const { providers, agents } = useChoices();
+  const [text, setText] = useState("");
+  const [model, setModel] = useState<string>(() => localStorage.getItem("partwire.model") ?? "");
+  const [agent, setAgent] = useState<string>(() => localStorage.getItem("partwire.agent") ?? "");
+  const [suggestions, setSuggestions] = useState<Suggestion[]>([]);
+  const [selected, setSelected] = useState(0);
+  const [sending, setSending] = useState(false);
+  const mentioned = useRef(new Set<string>());
+  const box = useRef<HTMLTextAreaElement>(null);
+  const lookup = useRef(0);
+
+  const models: { key: string; label: string }[] = [];
+  for (const provider of providers?.all ?? []) {
+    for (const m of Object.values(provider.models)) models.push({ key: `${provider.id}/${m.id}`, label: `${provider.name} · ${m.name}` });
+  }
+  const primaryAgents = agents.filter((a) => a.mode !== "subagent" && !a.hidden);
+
+  const suggest = (value: string, caret: number) => {
+    const match = MENTION.exec(value.slice(0, caret));
+    if (!match) return setSuggestions([]);
+    const query = match[2];
+    const ticket = ++lookup.current;
+    const fromAgents: Suggestion[] = agents
+      .filter((a) => !a.hidden && a.name.startsWith(query.toLowerCase()))
+      .map((a) => ({ kind: "agent", value: a.name, detail: a.description }));
+    api.findFiles(query).then(
+      (files) => {
+        if (ticket !== lookup.current) return;
+        setSuggestions([...fromAgents, ...files.slice(0, 12).map((f): Suggestion => ({ kind: "file", value: f }))]);
+        setSelected(0);
+      },
+      () => setSuggestions(fromAgents),
+    );
+  };
+
+  const pick = (choice: Suggestion) => {
+    const el = box.current;
+    if (!el) return;
+    const caret = el.selectionStart;
+    const before = text.slice(0, caret).replace(MENTION, (_all, space: string) => `${space}@${choice.value} `);
+    const next = before + text.slice(caret);
+    if (choice.kind === "file") mentioned.current.add(choice.value);
+    setText(next);
+    setSuggestions([]);
+    requestAnimationFrame(() => {
+      el.focus();
+      el.selectionStart = el.selectionEnd = before.length;
+    });
+  };
+
+  const send = async () => {
+    const prompt = text.trim();
+    if (!prompt || sending) return;
+    const [providerID, ...rest] = model.split("/");
+    const chosen = model && rest.length ? { providerID, modelID: rest.join("/") } : undefined;
+    setSending(true);
+    try {
+      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentioned.current)], chosen, agent || undefined);
+      setText("");
+      mentioned.current.clear();
+    } finally {
+      setSending(false);
+    }
+  };
+
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (suggestions.length > 0) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        const step = e.key === "ArrowDown" ? 1 : -1;
+        setSelected((selected + step + suggestions.length) % suggestions.length);
+        return;
+      }
+      if (e.key === "Enter" || e.key === "Tab") {
+        e.preventDefault();
+        pick(suggestions[selected]);
+        return;
+      }
+      if (e.key === "Escape") {
+        setSuggestions([]);
+        return;
+      }
+    }
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      void send();
+    }
+  };
+
+  return (
+    <form class="promptbox" onSubmit={(e) => (e.preventDefault(), void send())}>
+      {suggestions.length > 0 && (
+        <ul class="mentions" role="listbox" aria-label="Mentions">
+          {suggestions.map((s, i) => (
+            <li
+              key={`${s.kind}:${s.value}`}
+              role="option"
+              aria-selected={i === selected}
+              class={i === selected ? "selected" : ""}
+              onMouseDown={(e) => (e.preventDefault(), pick(s))}
+            >
+              <span class="mention-kind">{s.kind === "agent" ? "agent" : "file"}</span> {s.value}
+              {s.detail && <span class="mention-detail"> — {s.detail}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <textarea
+        ref={box}
+        rows={2}
+        placeholder="Ask anything — @ to mention a file or agent, Shift+Enter for a new line"
+        aria-label="Prompt"
+        value={text}
+        onInput={(e) => {
+          const el = e.target as HTMLTextAreaElement;
+          setText(el.value);
+          suggest(el.value, el.selectionStart);
+        }}
+        onKeyDown={onKeyDown}
+        onBlur={() => setTimeout(() => setSuggestions([]), 150)}
+      />
+      <div class="prompt-bar">
+        <select aria-label="Agent" value={agent} onChange={(e) => {
+          const value = (e.target as HTMLSelectElement).value;
+          setAgent(value);
+          localStorage.setItem("partwire.agent", value);
+        }}>
+          <option value="">default agent</option>
+          {primaryAgents.map((a) => (
+            <option key={a.name} value={a.name}>{a.name}</option>
+          ))}
+        </select>
+        <select aria-label="Model" value={model} onChange={(e) => {
+          const value = (e.target as HTMLSelectElement).value;
+          setModel(value);
+          localStorage.setItem("partwire.model", value);
+        }}>
+          <option value="">default model</option>
+          {models.map((m) => (
+            <option key={m.key} value={m.key}>{m.label}</option>
+          ))}
+        </select>
+        <span class="spacer" />
+        {busy && (
+          <button type="button" class="btn btn-danger" onClick={onStop}>
+            ■ Stop
+          </button>
+        )}
+        <button type="submit" class="btn btn-primary" disabled={!text.trim() || sending}>
+          Send
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,13 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
+from tests.served import partwire_serve
+
 STREAMS = "^/(global/)?event$"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -33,28 +24,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     project = root / "project"
     project.mkdir()
     (project / "README.md").write_text("# fuzz\n")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PARTWIRE_DATA_DIR": str(root / "data"),
-        "PARTWIRE_CONFIG_DIR": str(root / "config"),
-        "PARTWIRE_DEMO_DELAY_MS": "0",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "partwire", "serve", "--port", str(port), "--project", str(project)],
-        env=env,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            httpx.get(f"{url}/global/health", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    yield url
-    server.terminate()
-    server.wait(10)
+    with partwire_serve(project, root) as url:
+        yield url
 
 
 def _check(case: schemathesis.Case, live_server: str) -> None:

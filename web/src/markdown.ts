@@ -16,17 +16,17 @@ const marked = new Marked({
       const language = (lang ?? "").split(/\s/)[0];
       let html: string;
       try {
+        // no guessing: an unlabelled block (tool output, logs) stays plain
         html =
           language && hljs.getLanguage(language)
             ? hljs.highlight(text, { language, ignoreIllegals: true }).value
-            : text.length < 20_000
-              ? hljs.highlightAuto(text).value
-              : escape(text);
+            : escape(text);
       } catch {
         html = escape(text);
       }
-      const label = language ? `<span class="code-lang">${escape(language)}</span>` : "";
-      return `<div class="code">${label}<button class="copy" type="button" data-copy>Copy</button><pre><code class="hljs">${html}</code></pre></div>`;
+      const label = `<span class="code-lang">${escape(language)}</span>`;
+      const bar = `<div class="code-bar">${label}<button class="copy" type="button" data-copy>Copy</button></div>`;
+      return `<div class="code">${bar}<pre><code class="hljs">${html}</code></pre></div>`;
     },
   },
 });
@@ -77,7 +77,7 @@ export function installCopyButtons(root: HTMLElement): void {
   root.addEventListener("click", (event) => {
     const button = (event.target as HTMLElement).closest("[data-copy]");
     if (!button) return;
-    const code = button.parentElement?.querySelector("code")?.textContent ?? "";
+    const code = button.closest(".code")?.querySelector("code")?.textContent ?? "";
     void navigator.clipboard?.writeText(code).then(
       () => {
         button.textContent = "Copied";

@@ -1,0 +1,50 @@
+"""A real ``partwire serve`` in a subprocess on a free loopback port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def partwire_serve(project: Path, state: Path, delay_ms: int = 0) -> Iterator[str]:
+    """Yield the base URL once the server answers; stop it on exit."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PARTWIRE_DATA_DIR": str(state / "data"),
+        "PARTWIRE_CONFIG_DIR": str(state / "config"),
+        "PARTWIRE_DEMO_DELAY_MS": str(delay_ms),
+    }
+    command = [sys.executable, "-m", "partwire", "serve", "--port", str(port)]
+    server = subprocess.Popen(
+        [*command, "--project", str(project)], env=env, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(400):
+            try:
+                httpx.get(f"{url}/global/health", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("partwire serve did not start")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)

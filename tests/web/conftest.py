@@ -1,0 +1,110 @@
+"""Headless Chromium (Debian's package, driven by Playwright) against a real partwire serve.
+
+Each test leaves a screenshot of its end state in ``test-artifacts/web/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from partwire.server.ui import STATIC_DIR
+from tests.served import partwire_serve
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("PARTWIRE_CHROMIUM") or shutil.which("chromium")
+
+
+def _require_ui() -> None:
+    missing = []
+    if chromium_path() is None:
+        missing.append("chromium (make system installs it)")
+    if not (STATIC_DIR / "index.html").is_file():
+        missing.append("the built web UI (make ui)")
+    if not missing:
+        return
+    reason = "web UI tests need " + " and ".join(missing)
+    if os.environ.get("CI"):
+        pytest.fail(reason)  # CI must not pass by skipping the browser tests
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def web_project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# Sample\n\nA sample project.\n")
+    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    return root
+
+
+@pytest.fixture
+def delay_ms() -> int:
+    """Milliseconds between the demo model's chunks; a test overrides it to stream slower."""
+    return 5
+
+
+@pytest.fixture
+def base_url(web_project: Path, tmp_path: Path, delay_ms: int) -> Iterator[str]:
+    _require_ui()
+    with partwire_serve(web_project, tmp_path / "state", delay_ms=delay_ms) as url:
+        yield url
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    _require_ui()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_FLAGS
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+def viewport() -> dict[str, int]:
+    return {"width": 1200, "height": 800}
+
+
+@pytest.fixture
+async def page(
+    browser: Browser, base_url: str, viewport: dict[str, int], request: pytest.FixtureRequest
+) -> AsyncIterator[Page]:
+    context = await browser.new_context(base_url=base_url, viewport=viewport)  # type: ignore[arg-type]
+    tab = await context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    outside: list[str] = []
+    tab.on(
+        "request",
+        lambda req: None if req.url.startswith((base_url, "data:")) else outside.append(req.url),
+    )
+    await tab.goto("/")
+    try:
+        yield tab
+    finally:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await tab.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+        await context.close()
+    assert errors == [], f"errors in the page: {errors}"
+    assert outside == [], f"requests left the server's origin: {outside}"

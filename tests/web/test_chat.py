@@ -1,0 +1,125 @@
+"""The web UI end to end: streaming, tool cards, asks, stop, reload and reconnect."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.async_api import Page, expect
+
+from tests.web.actions import assistant_text, card, record_states, send, wait_idle, words
+
+
+@pytest.mark.parametrize("delay_ms", [10])
+async def test_text_streams_in_and_repaints_at_most_every_100_ms(page: Page) -> None:
+    await send(page, "long 150")
+    text = assistant_text(page)
+    await expect(text).to_be_visible()
+    await page.evaluate(
+        """() => {
+        window.__paints = [];
+        const target = document.querySelector('.message-assistant .part-text');
+        new MutationObserver(() => window.__paints.push(performance.now()))
+          .observe(target, {subtree: true, childList: true, characterData: true});
+      }"""
+    )
+    await expect(text).to_have_text(words(150), timeout=20_000)
+    await wait_idle(page)
+    paints: list[float] = await page.evaluate("window.__paints")
+    # one burst of DOM mutations per repaint: group those less than 20 ms apart
+    bursts = [t for i, t in enumerate(paints) if i == 0 or t - paints[i - 1] > 20]
+    assert len(bursts) >= 5, "the text should visibly grow while it streams"
+    gaps = [b - a for a, b in zip(bursts, bursts[1:], strict=False)]
+    assert min(gaps[:-1]) >= 90, f"repainted faster than every 100 ms: {gaps}"
+    await expect(page.locator(".part-step-finish").last).to_contain_text("out")
+
+
+@pytest.mark.parametrize("delay_ms", [20])
+async def test_tool_card_goes_pending_running_completed(page: Page) -> None:
+    await record_states(page)
+    await send(page, "bash sleep 0.6; echo finished")
+    bash = card(page, "bash")
+    await expect(bash).to_have_attribute("data-state", "running", timeout=10_000)
+    await expect(bash.locator(".spinner")).to_be_visible()
+    await expect(bash).to_have_attribute("data-state", "completed", timeout=10_000)
+    await expect(bash.locator(".tool-subtitle")).to_have_text("Run sleep 0.6; echo finished")
+    await bash.locator(".tool-head").click()
+    await expect(bash.locator(".terminal")).to_contain_text("finished")
+    states: list[str] = await page.evaluate("window.__states")
+    bash_states = [s.split(":")[1] for s in states if s.startswith("bash:")]
+    assert bash_states == ["pending", "running", "completed"]
+    await wait_idle(page)
+
+
+async def test_permission_is_answered_on_its_tool_card(page: Page) -> None:
+    await page.get_by_label("Agent").select_option("plan")
+    await send(page, "bash echo allowed-once")
+    bash = card(page, "bash")
+    prompt = bash.get_by_role("group", name="Permission request")
+    await expect(prompt).to_be_visible(timeout=10_000)
+    await expect(prompt).to_contain_text("bash")
+    await prompt.get_by_role("button", name="Allow once").click()
+    await expect(prompt).to_have_count(0)
+    await expect(bash).to_have_attribute("data-state", "completed", timeout=10_000)
+    await wait_idle(page)
+    await bash.locator(".tool-head").click()
+    await expect(bash.locator(".terminal")).to_contain_text("allowed-once")
+
+
+async def test_denied_permission_shows_the_tool_error(page: Page) -> None:
+    await page.get_by_label("Agent").select_option("plan")
+    await send(page, "bash echo never")
+    bash = card(page, "bash")
+    await bash.get_by_role("button", name="Deny").click()
+    await expect(bash).to_have_attribute("data-state", "error", timeout=10_000)
+    await expect(bash.locator(".tool-error")).to_be_visible()
+    await wait_idle(page)
+
+
+async def test_question_is_answered_inline(page: Page) -> None:
+    await send(page, "question")
+    question = card(page, "question")
+    prompt = question.get_by_role("group", name="Question")
+    await expect(prompt).to_contain_text("Which colour should the demo use?", timeout=10_000)
+    await prompt.get_by_role("button", name="Blue").click()
+    await expect(question).to_have_attribute("data-state", "completed", timeout=10_000)
+    await expect(question.locator(".question-answer")).to_have_text("Answer: Blue")
+    await wait_idle(page)
+
+
+@pytest.mark.parametrize("delay_ms", [25])
+async def test_stop_aborts_a_busy_session(page: Page) -> None:
+    await send(page, "long 2000")
+    await expect(page.locator('[data-status="busy"]')).to_be_visible()
+    await expect(assistant_text(page)).to_contain_text("w20", timeout=10_000)
+    await page.get_by_role("button", name="Stop").click()
+    await wait_idle(page)
+    await expect(page.locator(".message-error.aborted")).to_have_text("Stopped.")
+    await expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+    stopped = await assistant_text(page).inner_text()
+    await page.wait_for_timeout(300)
+    assert await assistant_text(page).inner_text() == stopped
+    assert "w1999" not in stopped
+
+
+@pytest.mark.parametrize("delay_ms", [10])
+async def test_reload_mid_stream_shows_the_same_conversation(page: Page) -> None:
+    await send(page, "long 400")
+    await expect(assistant_text(page)).to_contain_text("w50", timeout=10_000)
+    await page.reload()
+    await expect(assistant_text(page)).to_have_text(words(400), timeout=20_000)
+    await wait_idle(page)
+    await expect(page.locator(".message-user")).to_have_count(1)
+    await expect(page.locator(".message-assistant")).to_have_count(1)
+
+
+@pytest.mark.parametrize("delay_ms", [10])
+async def test_a_dropped_event_stream_resumes_without_duplicates(page: Page) -> None:
+    await send(page, "long 400")
+    text = assistant_text(page)
+    await expect(text).to_contain_text("w30", timeout=10_000)
+    for marker in ("w100", "w200"):
+        await page.evaluate("window.partwire.events.drop()")
+        await expect(page.get_by_test_id("disconnected")).to_be_visible()
+        await expect(page.get_by_test_id("disconnected")).to_have_count(0, timeout=5_000)
+        await expect(text).to_contain_text(marker, timeout=10_000)
+    await expect(text).to_have_text(words(400), timeout=20_000)
+    await wait_idle(page)

@@ -2,6 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type PromptPart } from "./api";
 import { Conversation } from "./conversation";
+import { loadSession } from "./loader";
 import { useStore } from "./hooks";
 import { PermissionPrompt, QuestionPrompt } from "./prompts";
 import { PromptBox } from "./promptbox";
@@ -12,25 +13,6 @@ import type { ModelRef } from "./types";
 function currentFromHash(): string | null {
   const match = /^#\/session\/(ses_\w+)/.exec(location.hash);
   return match ? match[1] : null;
-}
-
-const loads = new Map<string, Promise<void>>();
-
-/** Load a session's messages once: concurrent callers share the same request. */
-export function loadSession(sessionID: string): Promise<void> {
-  const running = loads.get(sessionID);
-  if (running) return running;
-  const load = (async () => {
-    store.beginLoad(sessionID);
-    const [{ messages, lastEventID }, todos] = await Promise.all([
-      api.messages(sessionID),
-      api.todos(sessionID).catch(() => []),
-    ]);
-    store.load(sessionID, messages, lastEventID);
-    store.todosUpdated(sessionID, todos);
-  })().finally(() => loads.delete(sessionID));
-  loads.set(sessionID, load);
-  return load;
 }
 
 function StatusPill({ sessionID }: { sessionID: string }) {
@@ -126,7 +108,7 @@ export function App() {
   return (
     <div class={`app ${menu ? "menu-open" : ""}`}>
       <Banner />
-      <aside class="sidebar">
+      <aside class="sidebar" onClick={(e) => (e.target as HTMLElement).closest(".session-link") && setMenu(false)}>
         <div class="brand">partwire</div>
         <SessionList current={current} onOpen={open} onError={setError} />
       </aside>

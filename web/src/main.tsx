@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { api } from "./api";
-import { App, loadSession } from "./app";
+import { App } from "./app";
+import { loadSession } from "./loader";
 import { EventStream } from "./events";
 import { installCopyButtons } from "./markdown";
 import { setProjectRoot } from "./paths";

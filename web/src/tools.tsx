@@ -1,8 +1,9 @@
 // Tool cards: one renderer per tool id, a generic fallback, and the shared card frame
 // (icon, title, subtitle, state, elapsed time, inline permission/question prompt).
 import type { ComponentChildren, VNode } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { formatDuration, useElapsed, useStore } from "./hooks";
+import { loadSession } from "./loader";
 import { relativePath, stripAnsi } from "./paths";
 import { PermissionPrompt, QuestionPrompt } from "./prompts";
 import { store } from "./store";
@@ -79,27 +80,48 @@ function bashBody(part: ToolPart) {
   );
 }
 
+interface Step {
+  id: string;
+  tool: string;
+  state: { status: string; title?: string };
+}
+
+/** The child session's tool calls, live from the store (or the summary in the metadata). */
+function TaskSteps({ child, summary }: { child: string; summary: Step[] }) {
+  const messages = store.messages.get(child) ?? [];
+  useStore(`session:${child}`, ...messages.map((m) => `message:${m.id}`));
+  useEffect(() => {
+    if (child && !store.isLoaded(child)) void loadSession(child).catch(() => undefined);
+  }, [child]);
+  const steps: Step[] = store.isLoaded(child)
+    ? messages.flatMap((m) => (store.parts.get(m.id) ?? []).filter((p): p is ToolPart => p.type === "tool"))
+    : summary;
+  if (steps.length === 0) return null;
+  return (
+    <ul class="task-steps">
+      {steps.map((step) => (
+        <li key={step.id} class={`state-${step.state.status}`}>
+          <span class="step-state">{STATE_MARK[step.state.status] ?? "•"}</span> {step.tool}
+          {step.state.title ? ` — ${relativePath(step.state.title)}` : ""}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 function taskBody(part: ToolPart) {
   const child = str(meta(part, "sessionId"));
-  const summary = (meta(part, "summary") as { id: string; tool: string; state: { status: string; title?: string } }[]) ?? [];
+  const summary = (meta(part, "summary") as Step[] | undefined) ?? [];
+  const answer = (part.state.output ?? "").replace(/<task_metadata>[\s\S]*<\/task_metadata>/, "").trim();
   return (
     <div class="task">
-      {summary.length > 0 && (
-        <ul class="task-steps">
-          {summary.map((step) => (
-            <li key={step.id} class={`state-${step.state.status}`}>
-              <span class="step-state">{STATE_MARK[step.state.status] ?? "•"}</span> {step.tool}
-              {step.state.title ? ` — ${step.state.title}` : ""}
-            </li>
-          ))}
-        </ul>
-      )}
+      {child && <TaskSteps child={child} summary={summary} />}
       {child && (
         <a class="task-link" href={`#/session/${child}`}>
           Open the sub-agent's session →
         </a>
       )}
-      {part.state.status === "completed" && <Output text={(part.state.output ?? "").replace(/<task_metadata>[\s\S]*<\/task_metadata>/, "").trim()} />}
+      {part.state.status === "completed" && <Output text={answer} />}
     </div>
   );
 }

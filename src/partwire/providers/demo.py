@@ -226,6 +226,9 @@ def _markdown_answer(prompt: str) -> str:
         f"You said: **{' '.join(words[:40])}{' …' if len(words) > 40 else ''}**\n\n"
         f"- words: {len(words)}\n"
         f"- characters: {len(prompt)}\n\n"
+        "```python\n"
+        f"words = {len(words)}  # counted by the demo model\n"
+        "```\n\n"
         "Try `list`, a file path such as `README.md`, `glob **/*.py`, `bash ls`, `todo`, "
         "`question`, `task list`, `loop`, `retry` or `long 200`.\n"
     )

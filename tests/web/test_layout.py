@@ -1,0 +1,127 @@
+"""The web UI's layout: the session list, mentions, markdown, themes and narrow screens."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.async_api import Browser, Dialog, Page, expect
+
+from tests.web.actions import card, send, wait_idle
+
+
+async def test_sessions_are_created_renamed_searched_and_deleted(page: Page) -> None:
+    await send(page, "list")
+    await wait_idle(page)
+    await page.get_by_role("button", name="New", exact=True).click()
+    await send(page, "README.md")
+    await wait_idle(page)
+    rows = page.locator(".session-row")
+    await expect(rows).to_have_count(2)
+    await expect(rows.first).to_contain_text("README.md")  # newest first
+
+    await rows.first.get_by_role("button", name="Rename").click()
+    title = page.get_by_label("Session title")
+    await title.fill("Reading the readme")
+    await title.press("Enter")
+    await expect(page.get_by_test_id("session-title")).to_have_text("Reading the readme")
+
+    await page.get_by_label("Search sessions").fill("readme")
+    await expect(rows).to_have_count(1)
+    await page.get_by_label("Search sessions").fill("")
+    await expect(rows).to_have_count(2)
+
+    async def accept(dialog: Dialog) -> None:
+        await dialog.accept()
+
+    page.on("dialog", accept)
+    await rows.first.get_by_role("button", name="Delete").click()
+    await expect(rows).to_have_count(1)
+    await expect(rows.first).to_contain_text("list")
+
+
+async def test_a_sub_agent_session_nests_under_its_parent(page: Page) -> None:
+    await send(page, "task list")
+    task = card(page, "task")
+    await expect(task).to_have_attribute("data-state", "completed", timeout=15_000)
+    await wait_idle(page)
+    await expect(task.locator(".task-steps")).to_contain_text("list")
+    child_row = page.locator(".session-row", has=page.locator(".child-mark"))
+    await expect(child_row).to_have_count(1)
+    await task.get_by_role("link", name="Open the sub-agent's session").click()
+    await expect(page.locator(".parent-link")).to_contain_text("task list")
+    await expect(card(page, "list")).to_have_attribute("data-state", "completed")
+
+
+async def test_at_mentions_a_project_file_and_an_agent(page: Page) -> None:
+    box = page.get_by_label("Prompt")
+    await box.press_sequentially("explain @app")
+    mentions = page.get_by_role("listbox", name="Mentions")
+    await expect(mentions.get_by_role("option")).to_contain_text(["src/app.py"])
+    await box.press("Enter")
+    await expect(box).to_have_value("explain @src/app.py ")
+    await box.press_sequentially("with @pl")
+    await expect(mentions.get_by_role("option").first).to_contain_text("plan")
+    await box.press("Tab")
+    await expect(box).to_have_value("explain @src/app.py with @plan ")
+    await box.press("Shift+Enter")
+    await expect(box).to_have_value("explain @src/app.py with @plan \n")
+    await box.press("Enter")
+    await expect(page.locator(".message-user")).to_contain_text("explain @src/app.py")
+    await expect(page.locator(".message-user .part-agent")).to_have_text("@plan")
+    await wait_idle(page)
+
+
+async def test_models_come_from_the_configured_providers(page: Page) -> None:
+    picker = page.get_by_label("Model")
+    await expect(picker.locator("option")).to_have_count(2)
+    await picker.select_option("demo/demo")
+    await send(page, "hello")
+    await expect(page.locator(".message-meta").first).to_contain_text("demo/demo")
+    await wait_idle(page)
+
+
+async def test_markdown_code_blocks_are_highlighted_and_copied(page: Page) -> None:
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    await send(page, "hello")
+    await wait_idle(page)
+    code = page.locator(".message-assistant .code").first
+    await expect(code.locator(".hljs-comment")).to_have_text("# counted by the demo model")
+    await expect(code.locator(".code-lang")).to_have_text("python")
+    await code.get_by_role("button", name="Copy").click()
+    await expect(code.get_by_role("button", name="Copied")).to_be_visible()
+    copied = await page.evaluate("navigator.clipboard.readText()")
+    assert copied == await code.locator("code").inner_text()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 360, "height": 740}])
+async def test_a_360_px_screen_gets_a_drawer(page: Page) -> None:
+    sidebar = page.locator(".sidebar")
+    await send(page, "list")
+    await wait_idle(page)
+    assert (await sidebar.bounding_box() or {"x": 0})["x"] < 0, "sidebar hides on a phone"
+    await page.get_by_role("button", name="Sessions").click()
+    await expect(page.locator(".session-row")).to_have_count(1)
+    await page.wait_for_function(
+        "document.querySelector('.sidebar').getBoundingClientRect().x >= 0"
+    )
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 360, "nothing overflows sideways"
+    await page.locator(".session-link").click()
+    await page.wait_for_function(
+        "document.querySelector('.sidebar').getBoundingClientRect().right <= 0"
+    )
+    await expect(card(page, "list")).to_be_visible()
+
+
+async def test_dark_theme_follows_the_system(browser: Browser, base_url: str) -> None:
+    from tests.web.conftest import ARTIFACTS
+
+    context = await browser.new_context(base_url=base_url, color_scheme="dark")
+    page = await context.new_page()
+    await page.goto("/")
+    await send(page, "todo")
+    await wait_idle(page)
+    background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 23, 28)"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "test_dark_theme_follows_the_system.png"))
+    await context.close()

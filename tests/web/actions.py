@@ -20,8 +20,8 @@ def card(page: Page, tool: str) -> Locator:
     return page.locator(f'.tool-card[data-tool="{tool}"]').last
 
 
-async def wait_idle(page: Page, timeout: float = 20_000) -> None:
-    await expect(page.locator('[data-status="idle"]')).to_be_visible(timeout=timeout)
+async def wait_idle(page: Page, within_ms: float = 20_000) -> None:
+    await expect(page.locator('[data-status="idle"]')).to_be_visible(timeout=within_ms)
 
 
 def words(n: int) -> str:

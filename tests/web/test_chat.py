@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from playwright.async_api import Page, expect
 
@@ -27,7 +29,7 @@ async def test_text_streams_in_and_repaints_at_most_every_100_ms(page: Page) -> 
     # one burst of DOM mutations per repaint: group those less than 20 ms apart
     bursts = [t for i, t in enumerate(paints) if i == 0 or t - paints[i - 1] > 20]
     assert len(bursts) >= 5, "the text should visibly grow while it streams"
-    gaps = [b - a for a, b in zip(bursts, bursts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(bursts)]
     assert min(gaps[:-1]) >= 90, f"repainted faster than every 100 ms: {gaps}"
     await expect(page.locator(".part-step-finish").last).to_contain_text("out")
 

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system sdk ui lint typecheck pytest bench bench-ui wheel clean
+.PHONY: help serve test system sdk ui lint typecheck pytest bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -64,9 +64,10 @@ typecheck: $(STAMP) ## mypy --strict on the package
 pytest: $(STAMP) ## Run the test suite
 	$(BIN)/pytest
 
-bench: $(STAMP) ## Benchmarks: demo streaming (long 1000, long 10000) and a mock provider
+bench: $(STAMP) ui ## Benchmarks: demo streaming, a mock provider, the web UI in headless Chromium
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
 	$(BIN)/python bench/provider.py --words 10000
+	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 
 wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .

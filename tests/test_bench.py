@@ -28,3 +28,20 @@ async def test_bench_prints_its_table(script: str, first_column: list[str]) -> N
     assert header[: len(first_column)] == first_column
     assert header[-4:] == ["SQLite", "B/B", "peak", "RSS", "MB"][-4:]
     assert lines[3].split()[0] == "200"
+
+
+async def test_ui_bench_prints_its_tables() -> None:
+    from tests.web.conftest import require_ui
+
+    require_ui()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "ui.py"), "--messages", "120", "--words", "200",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode == 0, err.decode()
+    text = out.decode()
+    assert "Open a session of 120 messages" in text
+    rows = text.split("Stream long 200")[1].splitlines()[2:4]
+    assert [row.split()[0] for row in rows] == ["0", "2"]

@@ -32,7 +32,7 @@ def chromium_path() -> str | None:
     return os.environ.get("PARTWIRE_CHROMIUM") or shutil.which("chromium")
 
 
-def _require_ui() -> None:
+def require_ui() -> None:
     missing = []
     if chromium_path() is None:
         missing.append("chromium (make system installs it)")
@@ -63,14 +63,14 @@ def delay_ms() -> int:
 
 @pytest.fixture
 def base_url(web_project: Path, tmp_path: Path, delay_ms: int) -> Iterator[str]:
-    _require_ui()
+    require_ui()
     with partwire_serve(web_project, tmp_path / "state", delay_ms=delay_ms) as url:
         yield url
 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    _require_ui()
+    require_ui()
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(
             executable_path=chromium_path(), args=CHROMIUM_FLAGS

@@ -67,8 +67,9 @@ export const api = {
   deleteSession: (id: string) => json<boolean>("DELETE", `/session/${id}`),
   abort: (id: string) => json<boolean>("POST", `/session/${id}/abort`),
   todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
-  async messages(id: string): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
-    const response = await call<MessageWithParts[]>("GET", `/session/${id}/message`);
+  async messages(id: string, limit?: number): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
+    const query = limit ? `?limit=${limit}` : "";
+    const response = await call<MessageWithParts[]>("GET", `/session/${id}/message${query}`);
     return {
       messages: (await response.json()) as MessageWithParts[],
       lastEventID: response.headers.get("x-last-event-id"),

@@ -2,7 +2,7 @@
 // following new content until the user scrolls up.
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useStore } from "./hooks";
-import { MessageView } from "./parts";
+import { MessageRow } from "./parts";
 import { store } from "./store";
 
 const ESTIMATE = 140;
@@ -117,7 +117,7 @@ export function Conversation({ sessionID }: { sessionID: string }) {
           <div class="rows" style={{ transform: `translateY(${offsets[first]}px)` }}>
             {visible.map((message) => (
               <div key={message.id} class="row" data-row={message.id} ref={rowRef}>
-                <MessageView message={message} />
+                <MessageRow message={message} />
               </div>
             ))}
           </div>

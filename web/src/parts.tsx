@@ -1,5 +1,5 @@
 // Part renderers, looked up by part type: a new part type is one new entry here.
-import type { FunctionComponent } from "preact";
+import { Component, type FunctionComponent } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { formatDuration, useStore } from "./hooks";
 import { renderBlock, splitBlocks } from "./markdown";
@@ -207,4 +207,18 @@ export function MessageView({ message }: { message: Message }) {
       {error && <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>{error}</div>}
     </article>
   );
+}
+
+/**
+ * A message re-renders only when it is notified (or replaced), never because the list
+ * around it did: that keeps a streaming part to its 100 ms repaint budget.
+ */
+export class MessageRow extends Component<{ message: Message }> {
+  shouldComponentUpdate(next: { message: Message }): boolean {
+    return next.message !== this.props.message;
+  }
+
+  render() {
+    return <MessageView message={this.props.message} />;
+  }
 }

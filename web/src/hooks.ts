@@ -4,12 +4,16 @@ import { store } from "./store";
 /** Re-render when any of the store keys is notified; returns a value that changes with them. */
 export function useStore(...keys: string[]): number {
   const [, setTick] = useState(0);
+  const version = () => keys.reduce((sum, key) => sum + store.version(key), 0);
+  const rendered = version();
   useEffect(() => {
     const bump = () => setTick((t) => t + 1);
     const offs = keys.map((key) => store.subscribe(key, bump));
+    // a change between this render and the subscription would otherwise be missed
+    if (version() !== rendered) bump();
     return () => offs.forEach((off) => off());
   }, keys);
-  return keys.reduce((sum, key) => sum + store.version(key), 0);
+  return rendered;
 }
 
 /** Milliseconds since `start`, ticking every second while `live`. */

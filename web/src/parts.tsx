@@ -84,7 +84,7 @@ export function FileView({ part }: { part: FilePart }) {
   }
   return (
     <span class="part part-file chip" title={part.mime}>
-      ⎘ {name || part.mime}
+      {name || part.mime}
     </span>
   );
 }

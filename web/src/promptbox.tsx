@@ -66,10 +66,10 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
   const primaryAgents = agents.filter((a) => a.mode !== "subagent" && !a.hidden);
 
   const suggest = (value: string, caret: number) => {
+    const ticket = ++lookup.current; // a lookup still in flight must not reopen the list
     const match = MENTION.exec(value.slice(0, caret));
     if (!match) return setSuggestions([]);
     const query = match[2];
-    const ticket = ++lookup.current;
     const fromAgents: Suggestion[] = agents
       .filter((a) => !a.hidden && a.name.startsWith(query.toLowerCase()))
       .map((a) => ({ kind: "agent", value: a.name, detail: a.description }));
@@ -90,6 +90,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     const before = text.slice(0, caret).replace(MENTION, (_all, space: string) => `${space}@${choice.value} `);
     const next = before + text.slice(caret);
     if (choice.kind === "file") mentioned.current.add(choice.value);
+    lookup.current += 1;
     setText(next);
     setSuggestions([]);
     requestAnimationFrame(() => {

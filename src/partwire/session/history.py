@@ -16,6 +16,7 @@ from partwire.schema.part import AgentPart, FilePart, ReasoningPart, TextPart, T
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import CLEARED, compaction_part, filter_compacted
+from partwire.session.mentions import is_local_file
 
 
 def _user_text(entry: MessageWithParts) -> str:
@@ -39,7 +40,7 @@ def _user_turn(entry: MessageWithParts) -> UserTurn:
     files = tuple(
         FileRef(mime=p.mime, url=p.url, filename=p.filename)
         for p in entry.parts
-        if isinstance(p, FilePart)
+        if isinstance(p, FilePart) and not is_local_file(p)  # its text is a synthetic part
     )
     return UserTurn(_user_text(entry), files)
 

@@ -115,7 +115,7 @@ class SessionLoop:
         get_agent(body.agent or DEFAULT_AGENT)
         if not self.is_busy(session_id):
             session = await cleanup_revert(self.store, session)
-        await store_user_message(self.store, session, body, model)
+        await store_user_message(self.store, session, body, model, self.settings.project_dir)
         return self._wake(session_id)
 
     async def summarize(self, session_id: str, model: ModelRef) -> AssistantWithParts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from partwire import ids
 from partwire.schema.event import (
@@ -35,6 +36,7 @@ from partwire.schema.part import (
 from partwire.schema.session import Session
 from partwire.session.agents import AGENTS, DEFAULT_AGENT
 from partwire.session.compaction import new_compaction_part
+from partwire.session.mentions import with_mentioned_files
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -92,9 +94,12 @@ def _title_from(body: PromptInput) -> str | None:
 
 
 async def store_user_message(
-    store: Store, session: Session, body: PromptInput, model: ModelRef
+    store: Store, session: Session, body: PromptInput, model: ModelRef, project_dir: Path
 ) -> UserMessage:
-    """Write the user message, its parts, and the session's new title/updated time."""
+    """Write the user message, its parts, and the session's new title/updated time.
+
+    The parts are built (and mentioned files read) first, so a bad part stores nothing.
+    """
     message = UserMessage(
         id=body.message_id or ids.message_id(),
         session_id=session.id,
@@ -104,11 +109,12 @@ async def store_user_message(
         system=body.system,
         tools=body.tools,
     )
+    parts = [_part(draft, session.id, message.id) for draft in body.parts]
+    parts += _mentions(body, session.id, message.id, parts)
+    parts = await with_mentioned_files(parts, project_dir)
     await store.put_message(
         message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
     )
-    parts = [_part(draft, session.id, message.id) for draft in body.parts]
-    parts += _mentions(body, session.id, message.id, parts)
     for part in parts:
         props = PartUpdatedProps(session_id=session.id, part=part, time=message.time.created)
         await store.put_part(part, [MessagePartUpdated(props)])

@@ -39,7 +39,8 @@ def _missing(path: Path, given: str) -> ToolError:
     return ToolError(f"File not found: {given}.{hint}")
 
 
-def _read(path: Path, given: str, offset: int, limit: int) -> tuple[str, int]:
+def read_window(path: Path, given: str, offset: int, limit: int) -> tuple[str, int]:
+    """Numbered lines ``offset``…``offset+limit`` of a text file, and its line count."""
     if not path.exists():
         raise _missing(path, given)
     if path.is_dir():
@@ -87,7 +88,7 @@ async def execute(args: ReadParams, ctx: ToolContext) -> ToolResult:
             attachments=result.attachments,
         )
     offset, limit = args.offset or 0, args.limit or DEFAULT_LIMIT
-    output, total = await asyncio.to_thread(_read, path, args.filePath, offset, limit)
+    output, total = await asyncio.to_thread(read_window, path, args.filePath, offset, limit)
     return ToolResult(
         title=relative(ctx.project_dir, path),
         output=output,

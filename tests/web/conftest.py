@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -47,11 +48,19 @@ def require_ui() -> None:
 
 
 @pytest.fixture
-def web_project(tmp_path: Path) -> Path:
+def git_project() -> bool:
+    """A test sets this to True for a git work tree (snapshots, patch parts)."""
+    return False
+
+
+@pytest.fixture
+def web_project(tmp_path: Path, git_project: bool) -> Path:
     root = tmp_path / "project"
     (root / "src").mkdir(parents=True)
     (root / "README.md").write_text("# Sample\n\nA sample project.\n")
     (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    if git_project:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 
 

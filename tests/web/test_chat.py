@@ -125,3 +125,34 @@ async def test_a_dropped_event_stream_resumes_without_duplicates(page: Page) -> 
         await expect(text).to_contain_text(marker, timeout=10_000)
     await expect(text).to_have_text(words(400), timeout=20_000)
     await wait_idle(page)
+
+
+async def test_a_retry_shows_its_notice_and_a_countdown_in_the_status(page: Page) -> None:
+    await send(page, "retry")
+    notice = page.locator(".part-retry")
+    await expect(notice).to_contain_text("Attempt 1 failed: Simulated overload", timeout=10_000)
+    status = page.locator('[data-status="retry"]')
+    await expect(status).to_contain_text("retry #1 in")
+    await expect(notice.locator(".countdown")).to_contain_text("retrying in")
+    await wait_idle(page)
+    await expect(page.locator(".message-assistant .part-text").last).to_contain_text("Demo model")
+
+
+@pytest.mark.parametrize("delay_ms", [10])
+async def test_the_view_follows_until_scrolled_up_then_offers_a_jump(page: Page) -> None:
+    await send(page, "long 1500")
+    conversation = page.get_by_test_id("conversation")
+    await expect(assistant_text(page)).to_contain_text("w300", timeout=10_000)
+    at_bottom = "el => el.scrollHeight - el.scrollTop - el.clientHeight < 48"
+    assert await conversation.evaluate(at_bottom), "the view follows the stream"
+    await conversation.hover()
+    await page.mouse.wheel(0, -600)
+    jump = page.get_by_role("button", name="Jump to latest")
+    await expect(jump).to_be_visible()
+    top = await conversation.evaluate("el => el.scrollTop")
+    await page.wait_for_timeout(400)
+    assert await conversation.evaluate("el => el.scrollTop") == top, "scrolled up: it stays put"
+    await jump.click()
+    await expect(jump).to_have_count(0)
+    await wait_idle(page)
+    assert await conversation.evaluate(at_bottom)

@@ -18,8 +18,12 @@ export function Conversation({ sessionID }: { sessionID: string }) {
   const [view, setView] = useState({ top: 0, height: 800 });
   const [following, setFollowing] = useState(true);
   const lastTop = useRef(0);
+  // the ref is what observers read (state lags a render behind a fast stream)
   const followingRef = useRef(true);
-  followingRef.current = following;
+  const follow = (on: boolean) => {
+    followingRef.current = on;
+    setFollowing(on);
+  };
 
   // prefix offsets of every message, from measured or estimated heights
   const offsets = new Array<number>(messages.length + 1);
@@ -63,14 +67,14 @@ export function Conversation({ sessionID }: { sessionID: string }) {
   };
 
   useEffect(() => {
-    setFollowing(true);
+    follow(true);
     heights.current.clear();
   }, [sessionID]);
 
   // keep the bottom in view while following
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (!el || !following) return;
+    if (!el || !followingRef.current) return;
     const target = el.scrollHeight - el.clientHeight;
     if (Math.abs(el.scrollTop - target) > 1) {
       el.scrollTop = target;
@@ -84,7 +88,7 @@ export function Conversation({ sessionID }: { sessionID: string }) {
     const el = scroller.current;
     if (!el) return;
     const grow = new ResizeObserver(() => {
-      if (following) {
+      if (followingRef.current) {
         el.scrollTop = el.scrollHeight;
         lastTop.current = el.scrollTop;
       }
@@ -92,27 +96,35 @@ export function Conversation({ sessionID }: { sessionID: string }) {
     const inner = el.firstElementChild;
     if (inner) grow.observe(inner);
     return () => grow.disconnect();
-  }, [following, sessionID]);
+  }, [sessionID]);
 
   const onScroll = () => {
     const el = scroller.current;
     if (!el) return;
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM;
-    if (atBottom) setFollowing(true);
-    else if (el.scrollTop < lastTop.current - 2) setFollowing(false);
+    if (atBottom) follow(true);
+    else if (el.scrollTop < lastTop.current - 2) follow(false);
     lastTop.current = el.scrollTop;
     setView({ top: el.scrollTop, height: el.clientHeight });
   };
 
+  // the user's own intent to look back wins over following at once
+  const onWheel = (e: WheelEvent) => {
+    if (e.deltaY < 0) follow(false);
+  };
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (["PageUp", "ArrowUp", "Home"].includes(e.key)) follow(false);
+  };
+
   const jump = () => {
-    setFollowing(true);
+    follow(true);
     const el = scroller.current;
     if (el) el.scrollTop = el.scrollHeight;
   };
 
   return (
     <div class="conversation-wrap">
-      <div class="conversation" ref={scroller} onScroll={onScroll} data-testid="conversation">
+      <div class="conversation" ref={scroller} onScroll={onScroll} onWheel={onWheel} onKeyDown={onKeyDown} onTouchMove={() => follow(false)} tabIndex={-1} data-testid="conversation">
         <div class="conversation-inner" style={{ height: `${total}px` }}>
           <div class="rows" style={{ transform: `translateY(${offsets[first]}px)` }}>
             {visible.map((message) => (

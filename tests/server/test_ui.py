@@ -26,6 +26,7 @@ async def test_index_and_assets(tmp_path: Path) -> None:
     assert index.status_code == 200
     assert index.headers["content-type"].startswith("text/html")
     assert index.headers["cache-control"] == "no-cache"
+    assert "default-src 'self'" in index.headers["content-security-policy"]
     asset = await _get(app, "/assets/app-1a2b.js")
     assert asset.text == "console.log(1)"
     assert "immutable" in asset.headers["cache-control"]

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, Request, async_playwright
 
 from partwire.server.ui import STATIC_DIR
 from tests.served import partwire_serve
@@ -45,6 +45,23 @@ def require_ui() -> None:
     if os.environ.get("CI"):
         pytest.fail(reason)  # CI must not pass by skipping the browser tests
     pytest.skip(reason)
+
+
+def left_origin(page: Page, base_url: str) -> list[str]:
+    """The URLs the page requested from another origin (and that no CSP blocked)."""
+    outside: list[str] = []
+
+    def sent(request: Request) -> None:
+        if not request.url.startswith((base_url, "data:", "blob:")):
+            outside.append(request.url)
+
+    def failed(request: Request) -> None:
+        if request.failure in ("csp", "net::ERR_BLOCKED_BY_CSP") and request.url in outside:
+            outside.remove(request.url)
+
+    page.on("request", sent)
+    page.on("requestfailed", failed)
+    return outside
 
 
 @pytest.fixture
@@ -99,15 +116,17 @@ def viewport() -> dict[str, int]:
 async def page(
     browser: Browser, base_url: str, viewport: dict[str, int], request: pytest.FixtureRequest
 ) -> AsyncIterator[Page]:
-    context = await browser.new_context(base_url=base_url, viewport=viewport)  # type: ignore[arg-type]
+    # Playwright's wait_for_function evaluates strings, which the UI's CSP forbids;
+    # test_renderers checks the policy itself in a context that keeps it.
+    context = await browser.new_context(
+        base_url=base_url,
+        viewport=viewport,  # type: ignore[arg-type]
+        bypass_csp=True,
+    )
     tab = await context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
-    outside: list[str] = []
-    tab.on(
-        "request",
-        lambda req: None if req.url.startswith((base_url, "data:")) else outside.append(req.url),
-    )
+    outside = left_origin(tab, base_url)
     await tab.goto("/")
     try:
         yield tab

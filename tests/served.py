@@ -21,9 +21,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def partwire_serve(project: Path, state: Path, delay_ms: int = 0) -> Iterator[str]:
+def partwire_serve(
+    project: Path, state: Path, delay_ms: int = 0, port: int | None = None
+) -> Iterator[str]:
     """Yield the base URL once the server answers; stop it on exit."""
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         "PARTWIRE_DATA_DIR": str(state / "data"),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
+from tests.served import free_port, partwire_serve
 from tests.web.actions import assistant_text, card, record_states, send, wait_idle, words
+from tests.web.conftest import ARTIFACTS
 
 
 @pytest.mark.parametrize("delay_ms", [10])
@@ -156,3 +159,29 @@ async def test_the_view_follows_until_scrolled_up_then_offers_a_jump(page: Page)
     await expect(jump).to_have_count(0)
     await wait_idle(page)
     assert await conversation.evaluate(at_bottom)
+
+
+async def test_a_server_restart_shows_the_banner_and_resumes(
+    browser: Browser, web_project: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    state = tmp_path / "state"
+    with partwire_serve(web_project, state, port=port) as url:
+        context = await browser.new_context(base_url=url, bypass_csp=True)
+        page = await context.new_page()
+        await page.goto("/")
+        await send(page, "list")
+        await expect(card(page, "list")).to_have_attribute("data-state", "completed")
+        await wait_idle(page)
+    banner = page.get_by_test_id("disconnected")
+    await expect(banner).to_be_visible()
+    with partwire_serve(web_project, state, port=port):
+        await expect(banner).to_have_count(0, timeout=10_000)
+        await send(page, "README.md")
+        await expect(card(page, "read")).to_have_attribute("data-state", "completed")
+        await wait_idle(page)
+        await expect(page.locator(".message-user")).to_have_count(2)
+        await expect(page.locator(".tool-card")).to_have_count(2)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "test_a_server_restart_shows_the_banner.png"))
+        await context.close()

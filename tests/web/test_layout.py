@@ -131,3 +131,14 @@ async def test_dark_theme_follows_the_system(browser: Browser, base_url: str) ->
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=str(ARTIFACTS / "test_dark_theme_follows_the_system.png"))
     await context.close()
+
+
+async def test_open_todos_show_above_the_prompt(page: Page) -> None:
+    await send(page, "todo")
+    await wait_idle(page)
+    panel = page.locator(".todo-panel")
+    await expect(panel.get_by_role("button")).to_contain_text("Todos 1/3 — Make the change")
+    await panel.get_by_role("button").click()
+    await expect(panel.locator(".checklist li")).to_have_count(3)
+    await page.reload()
+    await expect(page.locator(".todo-panel")).to_contain_text("Todos 1/3")

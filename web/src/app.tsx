@@ -8,6 +8,7 @@ import { PermissionPrompt, QuestionPrompt } from "./prompts";
 import { PromptBox } from "./promptbox";
 import { SessionList } from "./sessions";
 import { store } from "./store";
+import { Checklist } from "./tools";
 import type { ModelRef } from "./types";
 
 function currentFromHash(): string | null {
@@ -45,6 +46,25 @@ function LooseAsks({ sessionID }: { sessionID: string }) {
     <div class="loose-asks">
       {permissions.map((p) => <PermissionPrompt key={p.id} request={p} />)}
       {questions.map((q) => <QuestionPrompt key={q.id} request={q} />)}
+    </div>
+  );
+}
+
+/** The session's todo list while any item is open (todowrite keeps it current). */
+function TodoPanel({ sessionID }: { sessionID: string }) {
+  useStore(`todo:${sessionID}`);
+  const [open, setOpen] = useState(false);
+  const todos = store.todos.get(sessionID) ?? [];
+  const done = todos.filter((t) => t.status === "completed" || t.status === "cancelled").length;
+  if (todos.length === 0 || done === todos.length) return null;
+  const current = todos.find((t) => t.status === "in_progress");
+  return (
+    <div class="todo-panel">
+      <button type="button" class="todo-head" aria-expanded={open} onClick={() => setOpen(!open)}>
+        ☑ Todos {done}/{todos.length}
+        {current && <span class="todo-current"> — {current.content}</span>}
+      </button>
+      {open && <Checklist todos={todos} />}
     </div>
   );
 }
@@ -133,6 +153,7 @@ export function App() {
           </div>
         )}
         {current ? <Conversation key={current} sessionID={current} /> : <div class="conversation empty">Pick a session, or send a prompt to start one.</div>}
+        {current && <TodoPanel sessionID={current} />}
         {current && <LooseAsks sessionID={current} />}
         <PromptBox busy={busy} onSend={send} onStop={() => current && void api.abort(current).catch((e: Error) => setError(e.message))} />
       </main>

@@ -181,3 +181,18 @@ async def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert versions == [(1, "initial"), (2, "todo")]
     assert mode == "wal"
+
+
+async def test_a_page_of_messages_reads_only_its_own_rows(store: SqliteStore) -> None:
+    await store.put_session(_session(), [])
+    for n in range(1, 6):
+        await store.put_message(_assistant(f"msg_{n}"), [])
+        part = _text(f"prt_{n}", f"text {n}").model_copy(update={"message_id": f"msg_{n}"})
+        await store.put_part(part, [])
+    newest, _ = await store.snapshot_messages("ses_1", limit=2)
+    assert [m.info.id for m in newest] == ["msg_4", "msg_5"]
+    assert [[p.text for p in m.parts] for m in newest] == [["text 4"], ["text 5"]]  # type: ignore[union-attr]
+    earlier, _ = await store.snapshot_messages("ses_1", limit=2, before="msg_4")
+    assert [m.info.id for m in earlier] == ["msg_2", "msg_3"]
+    everything, _ = await store.snapshot_messages("ses_1")
+    assert len(everything) == 5

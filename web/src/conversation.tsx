@@ -32,8 +32,11 @@ export function Conversation({ sessionID }: { sessionID: string }) {
     offsets[i + 1] = offsets[i] + (heights.current.get(messages[i].id) ?? ESTIMATE);
   }
   const total = offsets[messages.length];
-  const first = Math.max(0, search(offsets, view.top - OVERSCAN) - 1);
-  let last = search(offsets, view.top + view.height + OVERSCAN);
+  // while following, the window is the bottom one even before the scroll catches up,
+  // so a long session does not render its oldest rows first
+  const top = followingRef.current ? Math.max(0, total - view.height) : view.top;
+  const first = Math.max(0, search(offsets, top - OVERSCAN) - 1);
+  let last = search(offsets, top + view.height + OVERSCAN);
   last = Math.min(messages.length, Math.max(last, first + 1));
   const visible = messages.slice(first, last);
 

@@ -3,7 +3,7 @@ import { api } from "./api";
 import { App } from "./app";
 import { loadSession } from "./loader";
 import { EventStream } from "./events";
-import { installCopyButtons } from "./markdown";
+import { installCopyButtons, loadHighlighter } from "./markdown";
 import { setProjectRoot } from "./paths";
 import { store } from "./store";
 import "./styles.css";
@@ -38,6 +38,7 @@ const root = document.getElementById("app")!;
 installCopyButtons(root);
 render(<App />, root);
 events.start();
+setTimeout(() => void loadHighlighter(), 0);
 
 // hooks for the end-to-end tests and the benchmark
 Object.assign(window, { partwire: { store, events, loadSession } });

@@ -1,8 +1,20 @@
 // Markdown → sanitized HTML, a block at a time, so a streaming text part re-parses
 // only its last block; code blocks are highlighted and get a copy button.
 import DOMPurify from "dompurify";
-import hljs from "highlight.js/lib/common";
+import type { HLJSApi } from "highlight.js";
 import { Marked, type Tokens } from "marked";
+import { store } from "./store";
+
+/** highlight.js is most of the bundle: it loads after the first paint, then code re-renders. */
+let hljs: HLJSApi | null = null;
+
+export async function loadHighlighter(): Promise<void> {
+  hljs = (await import("highlight.js/lib/common")).default;
+  cache.clear();
+  store.notify(HIGHLIGHT_KEY);
+}
+
+export const HIGHLIGHT_KEY = "highlight";
 
 function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -18,7 +30,7 @@ const marked = new Marked({
       try {
         // no guessing: an unlabelled block (tool output, logs) stays plain
         html =
-          language && hljs.getLanguage(language)
+          hljs && language && hljs.getLanguage(language)
             ? hljs.highlight(text, { language, ignoreIllegals: true }).value
             : escape(text);
       } catch {

@@ -2,7 +2,7 @@
 import { Component, type FunctionComponent } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { formatDuration, useStore } from "./hooks";
-import { renderBlock, splitBlocks } from "./markdown";
+import { HIGHLIGHT_KEY, renderBlock, splitBlocks } from "./markdown";
 import { relativePath } from "./paths";
 import { store } from "./store";
 import { ToolCard } from "./tools";
@@ -21,6 +21,7 @@ import type {
 } from "./types";
 
 export function Markdown({ text }: { text: string }) {
+  useStore(HIGHLIGHT_KEY);
   return (
     <div class="markdown">
       {splitBlocks(text).map((block, i) => (

@@ -11,16 +11,25 @@ from partwire.schema.part import Part, part_adapter
 
 
 def load_messages(
-    conn: sqlite3.Connection, session_id: str, message_id: str | None
+    conn: sqlite3.Connection,
+    session_id: str,
+    message_id: str | None,
+    *,
+    limit: int | None = None,
+    before: str | None = None,
 ) -> list[MessageWithParts]:
+    """One message, or the session's messages in order: the newest ``limit`` before ``before``."""
     if message_id is None:
         messages = conn.execute(
-            "SELECT id, data FROM message WHERE session_id = ? ORDER BY id", (session_id,)
+            "SELECT id, data FROM (SELECT id, data FROM message WHERE session_id = ? "
+            "AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?) ORDER BY id",
+            (session_id, before, before, -1 if limit is None else limit),
         ).fetchall()
+        oldest = messages[0][0] if messages else ""
         parts = conn.execute(
             "SELECT id, message_id, data, delta_from FROM part WHERE session_id = ? "
-            "ORDER BY message_id, id",
-            (session_id,),
+            "AND message_id >= ? ORDER BY message_id, id",
+            (session_id, oldest),
         ).fetchall()
     else:
         messages = conn.execute(

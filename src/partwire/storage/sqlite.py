@@ -201,16 +201,19 @@ class SqliteStore:
     async def list_messages(self, session_id: str) -> list[MessageWithParts]:
         return await self._read(lambda c: load_messages(c, session_id, None))
 
-    async def snapshot_messages(self, session_id: str) -> tuple[list[MessageWithParts], str | None]:
+    async def snapshot_messages(
+        self, session_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> tuple[list[MessageWithParts], str | None]:
         """The messages and the newest logged event they reflect, read in one transaction.
 
         A client that loads this and then resumes the event stream from that id sees
-        every later change exactly once.
+        every later change exactly once. ``limit`` keeps the newest (before ``before``).
         """
 
         def query(conn: sqlite3.Connection) -> tuple[list[MessageWithParts], str | None]:
             last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
-            return load_messages(conn, session_id, None), last[0] if last else None
+            found = load_messages(conn, session_id, None, limit=limit, before=before)
+            return found, last[0] if last else None
 
         return await self._read(query)
 

@@ -139,11 +139,9 @@ async def list_messages(
     """All messages in order; ``limit`` keeps the newest ones (before ``before``, if given)."""
     runtime = _runtime(request)
     await runtime.store.get_session(sessionID)
-    messages, last_event = await runtime.store.snapshot_messages(sessionID)
-    if before is not None:
-        messages = [m for m in messages if m.info.id < before]
-    if limit is not None:
-        messages = messages[-limit:]
+    messages, last_event = await runtime.store.snapshot_messages(
+        sessionID, limit=limit, before=before
+    )
     response = wire(messages)
     if last_event is not None:
         response.headers["X-Last-Event-ID"] = last_event  # resume /event from here

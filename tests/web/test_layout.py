@@ -142,3 +142,15 @@ async def test_open_todos_show_above_the_prompt(page: Page) -> None:
     await expect(panel.locator(".checklist li")).to_have_count(3)
     await page.reload()
     await expect(page.locator(".todo-panel")).to_contain_text("Todos 1/3")
+
+
+async def test_a_remembered_model_the_server_dropped_falls_back_to_the_default(
+    page: Page,
+) -> None:
+    await page.evaluate("localStorage.setItem('partwire.model', 'gone/model')")
+    await page.reload()
+    await expect(page.get_by_label("Model")).to_have_value("")
+    await send(page, "hello")
+    await wait_idle(page)
+    await expect(page.locator(".message-meta").first).to_contain_text("demo/demo")
+    await expect(page.locator(".toast")).to_have_count(0)

@@ -47,11 +47,41 @@ function useChoices() {
   return { providers, agents };
 }
 
+/** A choice kept across reloads in localStorage. */
+function useRemembered(key: string): [string, (value: string) => void] {
+  const [value, setValue] = useState<string>(() => localStorage.getItem(key) ?? "");
+  const remember = (next: string) => {
+    setValue(next);
+    localStorage.setItem(key, next);
+  };
+  return [value, remember];
+}
+
+interface PickerProps {
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  options: { key: string; label: string }[];
+}
+
+function Picker({ label, value, onChange, options }: PickerProps) {
+  return (
+    <select aria-label={label} value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
+      <option value="">default {label.toLowerCase()}</option>
+      {options.map((o) => (
+        <option key={o.key} value={o.key}>
+          {o.label}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function PromptBox({ busy, onSend, onStop }: Props) {
   const { providers, agents } = useChoices();
   const [text, setText] = useState("");
-  const [model, setModel] = useState<string>(() => localStorage.getItem("partwire.model") ?? "");
-  const [agent, setAgent] = useState<string>(() => localStorage.getItem("partwire.agent") ?? "");
+  const [model, setModel] = useRemembered("partwire.model");
+  const [agent, setAgent] = useRemembered("partwire.agent");
   const [suggestions, setSuggestions] = useState<Suggestion[]>([]);
   const [selected, setSelected] = useState(0);
   const [sending, setSending] = useState(false);
@@ -64,6 +94,9 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     for (const m of Object.values(provider.models)) models.push({ key: `${provider.id}/${m.id}`, label: `${provider.name} · ${m.name}` });
   }
   const primaryAgents = agents.filter((a) => a.mode !== "subagent" && !a.hidden);
+  // a remembered choice that the server no longer offers falls back to the default
+  const chosenModel = models.some((m) => m.key === model) ? model : "";
+  const chosenAgent = primaryAgents.some((a) => a.name === agent) ? agent : "";
 
   const suggest = (value: string, caret: number) => {
     const ticket = ++lookup.current; // a lookup still in flight must not reopen the list
@@ -102,11 +135,11 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
   const send = async () => {
     const prompt = text.trim();
     if (!prompt || sending) return;
-    const [providerID, ...rest] = model.split("/");
-    const chosen = model && rest.length ? { providerID, modelID: rest.join("/") } : undefined;
+    const [providerID, ...rest] = chosenModel.split("/");
+    const chosen = chosenModel ? { providerID, modelID: rest.join("/") } : undefined;
     setSending(true);
     try {
-      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentioned.current)], chosen, agent || undefined);
+      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentioned.current)], chosen, chosenAgent || undefined);
       setText("");
       mentioned.current.clear();
     } finally {
@@ -171,26 +204,8 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
         onBlur={() => setTimeout(() => setSuggestions([]), 150)}
       />
       <div class="prompt-bar">
-        <select aria-label="Agent" value={agent} onChange={(e) => {
-          const value = (e.target as HTMLSelectElement).value;
-          setAgent(value);
-          localStorage.setItem("partwire.agent", value);
-        }}>
-          <option value="">default agent</option>
-          {primaryAgents.map((a) => (
-            <option key={a.name} value={a.name}>{a.name}</option>
-          ))}
-        </select>
-        <select aria-label="Model" value={model} onChange={(e) => {
-          const value = (e.target as HTMLSelectElement).value;
-          setModel(value);
-          localStorage.setItem("partwire.model", value);
-        }}>
-          <option value="">default model</option>
-          {models.map((m) => (
-            <option key={m.key} value={m.key}>{m.label}</option>
-          ))}
-        </select>
+        <Picker label="Agent" value={chosenAgent} onChange={setAgent} options={primaryAgents.map((a) => ({ key: a.name, label: a.name }))} />
+        <Picker label="Model" value={chosenModel} onChange={setModel} options={models} />
         <span class="spacer" />
         {busy && (
           <button type="button" class="btn btn-danger" onClick={onStop}>

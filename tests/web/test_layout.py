@@ -154,3 +154,27 @@ async def test_a_remembered_model_the_server_dropped_falls_back_to_the_default(
     await wait_idle(page)
     await expect(page.locator(".message-meta").first).to_contain_text("demo/demo")
     await expect(page.locator(".toast")).to_have_count(0)
+
+
+@pytest.mark.parametrize("git_project", [True])
+async def test_revert_restore_and_fork_from_a_user_message(page: Page) -> None:
+    await send(page, "list")
+    await wait_idle(page)
+    await send(page, "write notes.md first draft")
+    await expect(card(page, "write")).to_have_attribute("data-state", "completed")
+    await wait_idle(page)
+    second = page.locator(".message-user").nth(1)
+    await second.hover()
+    await second.get_by_role("button", name="Revert").click()
+    bar = page.locator(".revert-bar")
+    await expect(bar).to_contain_text("3 messages reverted")
+    await expect(page.locator(".message-user")).to_have_count(1)
+    await bar.get_by_role("button", name="Restore").click()
+    await expect(page.locator(".message-user")).to_have_count(2)
+    await expect(bar).to_have_count(0)
+
+    await page.locator(".message-user").nth(1).hover()
+    await page.locator(".message-user").nth(1).get_by_role("button", name="Fork").click()
+    await expect(page.locator(".session-row")).to_have_count(2)
+    await expect(page.locator(".message-user")).to_have_count(1)
+    await expect(page.locator(".message-user")).to_contain_text("list")

@@ -66,6 +66,9 @@ export const api = {
   renameSession: (id: string, title: string) => json<Session>("PATCH", `/session/${id}`, { title }),
   deleteSession: (id: string) => json<boolean>("DELETE", `/session/${id}`),
   abort: (id: string) => json<boolean>("POST", `/session/${id}/abort`),
+  fork: (id: string, messageID: string) => json<Session>("POST", `/session/${id}/fork`, { messageID }),
+  revert: (id: string, messageID: string) => json<Session>("POST", `/session/${id}/revert`, { messageID }),
+  unrevert: (id: string) => json<Session>("POST", `/session/${id}/unrevert`),
   todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
   async messages(id: string, limit?: number): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
     const query = limit ? `?limit=${limit}` : "";

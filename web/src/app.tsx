@@ -80,9 +80,10 @@ function Banner() {
 }
 
 export function App() {
-  useStore("sessions", "status", "reload");
+  useStore("sessions", "status", "reload", "error");
   const [current, setCurrent] = useState<string | null>(currentFromHash());
-  const [error, setError] = useState("");
+  const error = store.error;
+  const setError = (message: string) => store.reportError(message);
   const [menu, setMenu] = useState(false);
 
   useEffect(() => {

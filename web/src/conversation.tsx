@@ -1,6 +1,7 @@
 // The conversation: a windowed list (only messages near the viewport are in the DOM),
 // following new content until the user scrolls up.
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { api } from "./api";
 import { useStore } from "./hooks";
 import { MessageRow } from "./parts";
 import { store } from "./store";
@@ -10,8 +11,11 @@ const OVERSCAN = 1200;
 const NEAR_BOTTOM = 48;
 
 export function Conversation({ sessionID }: { sessionID: string }) {
-  useStore(`session:${sessionID}`);
-  const messages = store.messages.get(sessionID) ?? [];
+  useStore(`session:${sessionID}`, "sessions");
+  const revert = store.sessions.get(sessionID)?.revert;
+  const all = store.messages.get(sessionID) ?? [];
+  // a reverted session hides the undone messages until the next prompt removes them
+  const messages = revert ? all.filter((m) => m.id < revert.messageID) : all;
   const scroller = useRef<HTMLDivElement>(null);
   const heights = useRef(new Map<string, number>());
   const [, setMeasured] = useState(0);
@@ -137,7 +141,8 @@ export function Conversation({ sessionID }: { sessionID: string }) {
             ))}
           </div>
         </div>
-        {messages.length === 0 && <div class="empty">Send a prompt to start.</div>}
+        {messages.length === 0 && !revert && <div class="empty">Send a prompt to start.</div>}
+        {revert && <RevertBar sessionID={sessionID} hidden={all.length - messages.length} />}
       </div>
       {!following && (
         <button type="button" class="jump" onClick={jump}>
@@ -158,4 +163,17 @@ function search(offsets: number[], y: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+function RevertBar({ sessionID, hidden }: { sessionID: string; hidden: number }) {
+  const restore = () => void api.unrevert(sessionID).catch((e: Error) => store.reportError(e.message));
+  return (
+    <div class="revert-bar notice" role="status">
+      {hidden === 1 ? "1 message" : `${hidden} messages`} reverted, with their file changes. The next prompt
+      discards them.{" "}
+      <button type="button" class="btn" onClick={restore}>
+        Restore
+      </button>
+    </div>
+  );
 }

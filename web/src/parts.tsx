@@ -1,6 +1,7 @@
 // Part renderers, looked up by part type: a new part type is one new entry here.
 import { Component, type FunctionComponent } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { api } from "./api";
 import { formatDuration, useStore } from "./hooks";
 import { HIGHLIGHT_KEY, renderBlock, splitBlocks } from "./markdown";
 import { relativePath } from "./paths";
@@ -204,6 +205,26 @@ function errorText(message: Message): string | null {
   return `${error.name}: ${error.data?.message ?? ""}`;
 }
 
+function UserActions({ message }: { message: Message }) {
+  const run = (action: () => Promise<unknown>) => () => void action().catch((e: Error) => store.reportError(e.message));
+  const fork = run(async () => {
+    const session = await api.fork(message.sessionID, message.id);
+    store.sessionUpdated(session);
+    location.hash = `#/session/${session.id}`;
+  });
+  const revert = run(() => api.revert(message.sessionID, message.id));
+  return (
+    <div class="message-actions">
+      <button type="button" class="icon-btn" onClick={fork} title="A new session with the conversation before this message">
+        Fork
+      </button>
+      <button type="button" class="icon-btn" onClick={revert} title="Undo this message, what followed, and their file changes">
+        Revert
+      </button>
+    </div>
+  );
+}
+
 export function MessageView({ message }: { message: Message }) {
   useStore(`message:${message.id}`);
   const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
@@ -217,12 +238,13 @@ export function MessageView({ message }: { message: Message }) {
           {current.modelID && <span>{current.providerID}/{current.modelID}</span>}
         </header>
       )}
-      <div class="message-parts">
+      <div class={`message-parts ${current.role === "user" ? "bubble" : ""}`}>
         {parts.map((part) => {
           const View = PARTS[part.type] ?? Unknown;
           return <View key={part.id} part={part} />;
         })}
       </div>
+      {current.role === "user" && <UserActions message={current} />}
       {error && <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>{error}</div>}
     </article>
   );

@@ -46,6 +46,8 @@ export class Store {
   todos = new Map<string, Todo[]>();
   connected = false;
   lastEventID: string | null = null;
+  /** The last failed action, shown as a dismissible notice. */
+  error = "";
 
   private loaded = new Set<string>();
   private loading = new Map<string, Loading>();
@@ -137,6 +139,11 @@ export class Store {
   unloadAll(): void {
     this.loaded.clear();
     this.notify("reload");
+  }
+
+  reportError(message: string): void {
+    this.error = message;
+    this.notify("error");
   }
 
   setConnected(connected: boolean): void {

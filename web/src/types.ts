@@ -6,6 +6,7 @@ export interface Session {
   directory: string;
   parentID?: string;
   time: { created: number; updated: number; compacting?: number };
+  revert?: { messageID: string; partID?: string };
 }
 
 export type SessionStatus =

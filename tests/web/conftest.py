@@ -130,9 +130,11 @@ async def page(
     await tab.goto("/")
     try:
         yield tab
+        notices = await tab.locator(".toast").all_inner_texts()
     finally:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await tab.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
         await context.close()
+    assert notices == [], f"the UI reported an error: {notices}"
     assert errors == [], f"errors in the page: {errors}"
     assert outside == [], f"requests left the server's origin: {outside}"

@@ -95,13 +95,15 @@ export function App() {
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
 
-  useEffect(() => {
-    if (current && !store.isLoaded(current)) loadSession(current).catch((e: Error) => setError(e.message));
-  });
-
   const open = (id: string | null) => {
     location.hash = id ? `#/session/${id}` : "";
   };
+
+  useEffect(() => {
+    if (!current) return;
+    if (store.sessionsLoaded && !store.sessions.has(current)) open(null); // deleted
+    else if (!store.isLoaded(current)) loadSession(current).catch((e: Error) => setError(e.message));
+  });
 
   const session = current ? store.sessions.get(current) : undefined;
   const status = current ? store.status.get(current) : undefined;

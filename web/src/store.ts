@@ -95,8 +95,12 @@ export class Store {
 
   // --- snapshots -----------------------------------------------------------
 
+  /** True once GET /session has answered: from then on an unknown id is a deleted one. */
+  sessionsLoaded = false;
+
   setSessions(list: Session[]): void {
     this.sessions = new Map(list.map((s) => [s.id, s]));
+    this.sessionsLoaded = true;
     this.notify("sessions");
   }
 

@@ -90,10 +90,10 @@ async def test_markdown_code_blocks_are_highlighted_and_copied(page: Page) -> No
     await expect(code.get_by_role("button", name="Copied")).to_be_visible()
     copied = await page.evaluate("navigator.clipboard.readText()")
     assert copied == await code.locator("code").inner_text()
-    text_part = page.locator(".message-assistant .text-part").last
-    await text_part.hover()
-    await text_part.get_by_role("button", name="Copy text").click()
-    await expect(text_part.get_by_role("button", name="Copy text")).to_have_text("Copied")
+    answer = page.locator(".message-assistant").last
+    await answer.hover()
+    await answer.get_by_role("button", name="Copy text").click()
+    await expect(answer.get_by_role("button", name="Copy text")).to_have_text("Copied")
     markdown = await page.evaluate("navigator.clipboard.readText()")
     assert markdown.startswith("## Demo model\n\nYou said: **hello**")  # the source, not HTML
 

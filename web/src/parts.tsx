@@ -49,13 +49,9 @@ function CopyText({ text }: { text: string }) {
 function TextView({ part }: { part: TextPart }) {
   if (part.synthetic) return null;
   const streaming = part.time !== undefined && part.time.end === undefined;
-  const assistant = part.time !== undefined;
   return (
-    <div class="part text-part">
-      <div class={`part-text ${streaming ? "streaming" : ""}`} data-part={part.id}>
-        <Markdown text={part.text} />
-      </div>
-      {assistant && !streaming && <CopyText text={part.text} />}
+    <div class={`part part-text ${streaming ? "streaming" : ""}`} data-part={part.id}>
+      <Markdown text={part.text} />
     </div>
   );
 }
@@ -230,12 +226,17 @@ export function MessageView({ message }: { message: Message }) {
   const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
   const parts = store.parts.get(message.id) ?? [];
   const error = errorText(current);
+  const text = parts
+    .filter((p): p is TextPart => p.type === "text" && !p.synthetic)
+    .map((p) => p.text)
+    .join("\n\n");
   return (
     <article class={`message message-${current.role}`} data-message={current.id}>
       {current.role === "assistant" && (
         <header class="message-meta">
           {current.agent && <span>{current.agent}</span>}
           {current.modelID && <span>{current.providerID}/{current.modelID}</span>}
+          {current.time.completed !== undefined && text && <CopyText text={text} />}
         </header>
       )}
       <div class={`message-parts ${current.role === "user" ? "bubble" : ""}`}>

@@ -24,9 +24,9 @@ test: $(STAMP) system sdk ui lint typecheck pytest ## System packages, SDK, web 
 UI_OUT := src/partwire/server/static/index.html
 UI_SOURCES := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json
 
+# npm install, not npm ci: the lock holds only the platform builds of rollup this
+# registry serves, which npm ci refuses; install still takes the locked versions.
 web/node_modules/.installed: web/package-lock.json
-	# npm install, not npm ci: the lock holds only the platform builds of rollup this
-	# registry serves, which npm ci refuses; install still takes the locked versions.
 	cd web && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 

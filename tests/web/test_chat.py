@@ -185,3 +185,14 @@ async def test_a_server_restart_shows_the_banner_and_resumes(
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "test_a_server_restart_shows_the_banner.png"))
         await context.close()
+
+
+async def test_a_question_takes_a_typed_answer(page: Page) -> None:
+    await send(page, "question")
+    prompt = card(page, "question").get_by_role("group", name="Question")
+    await prompt.get_by_placeholder("Or type your own answer").fill("Green, please")
+    await prompt.get_by_placeholder("Or type your own answer").press("Enter")
+    await expect(card(page, "question").locator(".question-answer")).to_have_text(
+        "Answer: Green, please", timeout=10_000
+    )
+    await wait_idle(page)

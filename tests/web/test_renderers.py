@@ -95,3 +95,13 @@ async def test_a_remote_image_in_model_text_is_not_fetched(browser: Browser, bas
     assert outside == [], "the browser must not request a remote image"
     assert any("192.0.2.1" in text for text in refused), "the policy refused the image"
     assert any("img-src 'self' data: blob:" in text for text in refused)
+
+
+async def test_a_compaction_is_a_divider(page: Page) -> None:
+    await send(page, "list")
+    await wait_idle(page)
+    session = page.url.split("#/session/")[1]
+    body = {"providerID": "demo", "modelID": "demo"}
+    assert (await page.request.post(f"/session/{session}/summarize", data=body)).ok
+    await expect(page.get_by_role("separator")).to_have_text("Context compacted")
+    await wait_idle(page)

@@ -226,12 +226,15 @@ export function MessageView({ message }: { message: Message }) {
   const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
   const parts = store.parts.get(message.id) ?? [];
   const error = errorText(current);
+  // a compaction request is a user message holding only a divider: no bubble, no actions
+  const divider = parts.length > 0 && parts.every((p) => p.type === "compaction");
+  const bubble = current.role === "user" && !divider;
   const text = parts
     .filter((p): p is TextPart => p.type === "text" && !p.synthetic)
     .map((p) => p.text)
     .join("\n\n");
   return (
-    <article class={`message message-${current.role}`} data-message={current.id}>
+    <article class={`message message-${divider ? "divider" : current.role}`} data-message={current.id}>
       {current.role === "assistant" && (
         <header class="message-meta">
           {current.agent && <span>{current.agent}</span>}
@@ -239,13 +242,13 @@ export function MessageView({ message }: { message: Message }) {
           {current.time.completed !== undefined && text && <CopyText text={text} />}
         </header>
       )}
-      <div class={`message-parts ${current.role === "user" ? "bubble" : ""}`}>
+      <div class={`message-parts ${bubble ? "bubble" : ""}`}>
         {parts.map((part) => {
           const View = PARTS[part.type] ?? Unknown;
           return <View key={part.id} part={part} />;
         })}
       </div>
-      {current.role === "user" && <UserActions message={current} />}
+      {bubble && <UserActions message={current} />}
       {error && <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>{error}</div>}
     </article>
   );

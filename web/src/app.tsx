@@ -79,54 +79,76 @@ function Banner() {
   );
 }
 
-export function App() {
-  useStore("sessions", "status", "reload", "error");
-  const [current, setCurrent] = useState<string | null>(currentFromHash());
-  const error = store.error;
-  const setError = (message: string) => store.reportError(message);
-  const [menu, setMenu] = useState(false);
+function open(id: string | null): void {
+  location.hash = id ? `#/session/${id}` : "";
+}
 
+/** The session named in the URL: loaded when opened, left when it is deleted. */
+function useCurrentSession(onNavigate: () => void): string | null {
+  const [current, setCurrent] = useState<string | null>(currentFromHash());
   useEffect(() => {
     const onHash = () => {
       setCurrent(currentFromHash());
-      setMenu(false);
+      onNavigate();
     };
     window.addEventListener("hashchange", onHash);
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
-
-  const open = (id: string | null) => {
-    location.hash = id ? `#/session/${id}` : "";
-  };
-
   useEffect(() => {
     if (!current) return;
     if (store.sessionsLoaded && !store.sessions.has(current)) open(null); // deleted
-    else if (!store.isLoaded(current)) loadSession(current).catch((e: Error) => setError(e.message));
+    else if (!store.isLoaded(current)) loadSession(current).catch((e: Error) => store.reportError(e.message));
   });
+  return current;
+}
 
+/** Send to the open session, or to a new one when none is open. */
+async function sendPrompt(current: string | null, parts: PromptPart[], model: ModelRef | undefined, agent: string | undefined): Promise<void> {
+  try {
+    let id = current;
+    if (!id) {
+      const created = await api.createSession();
+      store.sessionUpdated(created);
+      id = created.id;
+      open(id);
+      await loadSession(id);
+    }
+    await api.prompt(id, parts, model, agent);
+  } catch (e) {
+    store.reportError((e as Error).message);
+    throw e;
+  }
+}
+
+function TopBar({ current, onMenu }: { current: string | null; onMenu: () => void }) {
   const session = current ? store.sessions.get(current) : undefined;
+  const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
+  return (
+    <header class="topbar">
+      <button type="button" class="icon-btn menu-btn" aria-label="Sessions" onClick={onMenu}>
+        ☰
+      </button>
+      <div class="title">
+        {parent && (
+          <a class="parent-link" href={`#/session/${parent.id}`}>
+            {parent.title} ›{" "}
+          </a>
+        )}
+        <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
+      </div>
+      {current && <StatusPill sessionID={current} />}
+    </header>
+  );
+}
+
+export function App() {
+  useStore("sessions", "status", "reload", "error");
+  const [menu, setMenu] = useState(false);
+  const current = useCurrentSession(() => setMenu(false));
+  const setError = (message: string) => store.reportError(message);
   const status = current ? store.status.get(current) : undefined;
   const busy = status !== undefined && status.type !== "idle";
-
-  const send = async (parts: PromptPart[], model: ModelRef | undefined, agent: string | undefined) => {
-    try {
-      let id = current;
-      if (!id) {
-        const created = await api.createSession();
-        store.sessionUpdated(created);
-        id = created.id;
-        open(id);
-        await loadSession(id);
-      }
-      await api.prompt(id, parts, model, agent);
-    } catch (e) {
-      setError((e as Error).message);
-      throw e;
-    }
-  };
-
-  const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
+  const stop = () => current && void api.abort(current).catch((e: Error) => setError(e.message));
 
   return (
     <div class={`app ${menu ? "menu-open" : ""}`}>
@@ -136,29 +158,16 @@ export function App() {
         <SessionList current={current} onOpen={open} onError={setError} />
       </aside>
       <main class="main">
-        <header class="topbar">
-          <button type="button" class="icon-btn menu-btn" aria-label="Sessions" onClick={() => setMenu(!menu)}>
-            ☰
-          </button>
-          <div class="title">
-            {parent && (
-              <a class="parent-link" href={`#/session/${parent.id}`}>
-                {parent.title} ›{" "}
-              </a>
-            )}
-            <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
-          </div>
-          {current && <StatusPill sessionID={current} />}
-        </header>
-        {error && (
+        <TopBar current={current} onMenu={() => setMenu(!menu)} />
+        {store.error && (
           <div class="toast" role="alert" onClick={() => setError("")}>
-            {error} <span class="dismiss">×</span>
+            {store.error} <span class="dismiss">×</span>
           </div>
         )}
         {current ? <Conversation key={current} sessionID={current} /> : <div class="conversation empty">Pick a session, or send a prompt to start one.</div>}
         {current && <TodoPanel sessionID={current} />}
         {current && <LooseAsks sessionID={current} />}
-        <PromptBox busy={busy} onSend={send} onStop={() => current && void api.abort(current).catch((e: Error) => setError(e.message))} />
+        <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />
       </main>
       <div class="scrim" onClick={() => setMenu(false)} />
     </div>

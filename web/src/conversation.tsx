@@ -5,45 +5,67 @@ import { api } from "./api";
 import { useStore } from "./hooks";
 import { MessageRow } from "./parts";
 import { store } from "./store";
+import type { Message } from "./types";
 
 const ESTIMATE = 140;
 const OVERSCAN = 1200;
 const NEAR_BOTTOM = 48;
 
-export function Conversation({ sessionID }: { sessionID: string }) {
-  useStore(`session:${sessionID}`, "sessions");
-  const revert = store.sessions.get(sessionID)?.revert;
-  const all = store.messages.get(sessionID) ?? [];
-  // a reverted session hides the undone messages until the next prompt removes them
-  const messages = revert ? all.filter((m) => m.id < revert.messageID) : all;
-  const scroller = useRef<HTMLDivElement>(null);
-  const heights = useRef(new Map<string, number>());
-  const [, setMeasured] = useState(0);
-  const [view, setView] = useState({ top: 0, height: 800 });
+type Scroller = { current: HTMLDivElement | null };
+
+/**
+ * Follow new content until the user looks back. The ref is what observers read: state
+ * lags a render behind a fast stream.
+ */
+function useFollow(scroller: Scroller) {
   const [following, setFollowing] = useState(true);
-  const lastTop = useRef(0);
-  // the ref is what observers read (state lags a render behind a fast stream)
   const followingRef = useRef(true);
+  const lastTop = useRef(0);
   const follow = (on: boolean) => {
     followingRef.current = on;
     setFollowing(on);
   };
+  const toBottom = () => {
+    const el = scroller.current;
+    if (!el || !followingRef.current) return false;
+    const target = el.scrollHeight - el.clientHeight;
+    if (Math.abs(el.scrollTop - target) <= 1) return false;
+    el.scrollTop = target;
+    lastTop.current = el.scrollTop;
+    return true;
+  };
 
-  // prefix offsets of every message, from measured or estimated heights
-  const offsets = new Array<number>(messages.length + 1);
-  offsets[0] = 0;
-  for (let i = 0; i < messages.length; i++) {
-    offsets[i + 1] = offsets[i] + (heights.current.get(messages[i].id) ?? ESTIMATE);
-  }
-  const total = offsets[messages.length];
-  // while following, the window is the bottom one even before the scroll catches up,
-  // so a long session does not render its oldest rows first
-  const top = followingRef.current ? Math.max(0, total - view.height) : view.top;
-  const first = Math.max(0, search(offsets, top - OVERSCAN) - 1);
-  let last = search(offsets, top + view.height + OVERSCAN);
-  last = Math.min(messages.length, Math.max(last, first + 1));
-  const visible = messages.slice(first, last);
+  // a delta grows the last message without re-rendering the list: follow it too
+  useEffect(() => {
+    const inner = scroller.current?.firstElementChild;
+    if (!inner) return;
+    const grow = new ResizeObserver(() => void toBottom());
+    grow.observe(inner);
+    return () => grow.disconnect();
+  }, []);
 
+  const scrolled = (el: HTMLDivElement) => {
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM) follow(true);
+    else if (el.scrollTop < lastTop.current - 2) follow(false);
+    lastTop.current = el.scrollTop;
+  };
+  // the user's own intent to look back wins over following at once
+  const intent = {
+    onWheel: (e: WheelEvent) => e.deltaY < 0 && follow(false),
+    onKeyDown: (e: KeyboardEvent) => ["PageUp", "ArrowUp", "Home"].includes(e.key) && follow(false),
+    onTouchMove: () => follow(false),
+  };
+  const jump = () => {
+    follow(true);
+    toBottom();
+  };
+  return { following, followingRef, toBottom, scrolled, intent, jump };
+}
+
+/** Measured row heights; a row that changes size above the viewport keeps the view in place. */
+function useRowHeights(scroller: Scroller, followingRef: { current: boolean }) {
+  const heights = useRef(new Map<string, number>());
+  const [, setMeasured] = useState(0);
   const observer = useRef<ResizeObserver | null>(null);
   useEffect(() => {
     observer.current = new ResizeObserver((entries) => {
@@ -56,85 +78,77 @@ export function Conversation({ sessionID }: { sessionID: string }) {
         const id = row.dataset.row;
         const height = row.offsetHeight;
         const before = id ? heights.current.get(id) : undefined;
-        if (id && height > 0 && before !== height) {
-          // a row above the viewport changed size: keep what the user looks at in place
-          if (row.getBoundingClientRect().bottom <= viewTop) shift += height - (before ?? ESTIMATE);
-          heights.current.set(id, height);
-          changed = true;
-        }
+        if (!id || height === 0 || before === height) continue;
+        if (row.getBoundingClientRect().bottom <= viewTop) shift += height - (before ?? ESTIMATE);
+        heights.current.set(id, height);
+        changed = true;
       }
       if (el && shift !== 0 && !followingRef.current) el.scrollTop += shift;
       if (changed) setMeasured((n) => n + 1);
     });
     return () => observer.current?.disconnect();
   }, []);
-
   const rowRef = (element: HTMLDivElement | null) => {
     if (element) observer.current?.observe(element);
   };
+  return { heights: heights.current, rowRef };
+}
 
-  useEffect(() => {
-    follow(true);
-    heights.current.clear();
-  }, [sessionID]);
+/** Prefix offsets of the rows, from measured or estimated heights. */
+function offsetsOf(messages: Message[], heights: Map<string, number>): number[] {
+  const offsets = new Array<number>(messages.length + 1);
+  offsets[0] = 0;
+  for (let i = 0; i < messages.length; i++) {
+    offsets[i + 1] = offsets[i] + (heights.get(messages[i].id) ?? ESTIMATE);
+  }
+  return offsets;
+}
 
-  // keep the bottom in view while following
+/** The rows [first, last) near a viewport at ``top``. */
+function rowsNear(offsets: number[], top: number, height: number): [number, number] {
+  const count = offsets.length - 1;
+  const first = Math.max(0, search(offsets, top - OVERSCAN) - 1);
+  return [first, Math.min(count, Math.max(search(offsets, top + height + OVERSCAN), first + 1))];
+}
+
+export function Conversation({ sessionID }: { sessionID: string }) {
+  useStore(`session:${sessionID}`, "sessions");
+  const revert = store.sessions.get(sessionID)?.revert;
+  const all = store.messages.get(sessionID) ?? [];
+  // a reverted session hides the undone messages until the next prompt removes them
+  const messages = revert ? all.filter((m) => m.id < revert.messageID) : all;
+  const scroller = useRef<HTMLDivElement>(null);
+  const [view, setView] = useState({ top: 0, height: 800 });
+  const { following, followingRef, toBottom, scrolled, intent, jump } = useFollow(scroller);
+  const { heights, rowRef } = useRowHeights(scroller, followingRef);
+
+  // while following, the window is the bottom one even before the scroll catches up,
+  // so a long session does not render its oldest rows first
+  const offsets = offsetsOf(messages, heights);
+  const total = offsets[messages.length];
+  const top = followingRef.current ? Math.max(0, total - view.height) : view.top;
+  const [first, last] = rowsNear(offsets, top, view.height);
+
+  const measureView = () => {
+    const el = scroller.current;
+    if (el) setView({ top: el.scrollTop, height: el.clientHeight });
+  };
   useLayoutEffect(() => {
-    const el = scroller.current;
-    if (!el || !followingRef.current) return;
-    const target = el.scrollHeight - el.clientHeight;
-    if (Math.abs(el.scrollTop - target) > 1) {
-      el.scrollTop = target;
-      lastTop.current = el.scrollTop;
-      setView({ top: el.scrollTop, height: el.clientHeight });
-    }
+    if (toBottom()) measureView();
   });
-
-  // a delta grows the last message without re-rendering this list: follow it too
-  useEffect(() => {
-    const el = scroller.current;
-    if (!el) return;
-    const grow = new ResizeObserver(() => {
-      if (followingRef.current) {
-        el.scrollTop = el.scrollHeight;
-        lastTop.current = el.scrollTop;
-      }
-    });
-    const inner = el.firstElementChild;
-    if (inner) grow.observe(inner);
-    return () => grow.disconnect();
-  }, [sessionID]);
-
   const onScroll = () => {
     const el = scroller.current;
     if (!el) return;
-    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM;
-    if (atBottom) follow(true);
-    else if (el.scrollTop < lastTop.current - 2) follow(false);
-    lastTop.current = el.scrollTop;
-    setView({ top: el.scrollTop, height: el.clientHeight });
-  };
-
-  // the user's own intent to look back wins over following at once
-  const onWheel = (e: WheelEvent) => {
-    if (e.deltaY < 0) follow(false);
-  };
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (["PageUp", "ArrowUp", "Home"].includes(e.key)) follow(false);
-  };
-
-  const jump = () => {
-    follow(true);
-    const el = scroller.current;
-    if (el) el.scrollTop = el.scrollHeight;
+    scrolled(el);
+    measureView();
   };
 
   return (
     <div class="conversation-wrap">
-      <div class="conversation" ref={scroller} onScroll={onScroll} onWheel={onWheel} onKeyDown={onKeyDown} onTouchMove={() => follow(false)} tabIndex={-1} data-testid="conversation">
+      <div class="conversation" ref={scroller} onScroll={onScroll} {...intent} tabIndex={-1} data-testid="conversation">
         <div class="conversation-inner" style={{ height: `${total}px` }}>
           <div class="rows" style={{ transform: `translateY(${offsets[first]}px)` }}>
-            {visible.map((message) => (
+            {messages.slice(first, last).map((message) => (
               <div key={message.id} class="row" data-row={message.id} ref={rowRef}>
                 <MessageRow message={message} />
               </div>

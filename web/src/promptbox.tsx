@@ -77,26 +77,18 @@ function Picker({ label, value, onChange, options }: PickerProps) {
   );
 }
 
-export function PromptBox({ busy, onSend, onStop }: Props) {
-  const { providers, agents } = useChoices();
-  const [text, setText] = useState("");
-  const [model, setModel] = useRemembered("partwire.model");
-  const [agent, setAgent] = useRemembered("partwire.agent");
+function modelOptions(providers: ProviderList | null): { key: string; label: string }[] {
+  return (providers?.all ?? []).flatMap((provider) =>
+    Object.values(provider.models).map((m) => ({ key: `${provider.id}/${m.id}`, label: `${provider.name} · ${m.name}` })),
+  );
+}
+
+/** `@` completion over project files and agents; picked files become file parts on send. */
+function useMentions(agents: Agent[], text: string, setText: (text: string) => void, box: { current: HTMLTextAreaElement | null }) {
   const [suggestions, setSuggestions] = useState<Suggestion[]>([]);
   const [selected, setSelected] = useState(0);
-  const [sending, setSending] = useState(false);
   const mentioned = useRef(new Set<string>());
-  const box = useRef<HTMLTextAreaElement>(null);
   const lookup = useRef(0);
-
-  const models: { key: string; label: string }[] = [];
-  for (const provider of providers?.all ?? []) {
-    for (const m of Object.values(provider.models)) models.push({ key: `${provider.id}/${m.id}`, label: `${provider.name} · ${m.name}` });
-  }
-  const primaryAgents = agents.filter((a) => a.mode !== "subagent" && !a.hidden);
-  // a remembered choice that the server no longer offers falls back to the default
-  const chosenModel = models.some((m) => m.key === model) ? model : "";
-  const chosenAgent = primaryAgents.some((a) => a.name === agent) ? agent : "";
 
   const suggest = (value: string, caret: number) => {
     const ticket = ++lookup.current; // a lookup still in flight must not reopen the list
@@ -121,16 +113,53 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     if (!el) return;
     const caret = el.selectionStart;
     const before = text.slice(0, caret).replace(MENTION, (_all, space: string) => `${space}@${choice.value} `);
-    const next = before + text.slice(caret);
     if (choice.kind === "file") mentioned.current.add(choice.value);
     lookup.current += 1;
-    setText(next);
+    setText(before + text.slice(caret));
     setSuggestions([]);
     requestAnimationFrame(() => {
       el.focus();
       el.selectionStart = el.selectionEnd = before.length;
     });
   };
+
+  /** Arrow keys, Enter/Tab and Escape while the list is open; true when the key was used. */
+  const keyDown = (e: KeyboardEvent): boolean => {
+    if (suggestions.length === 0) return false;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      const step = e.key === "ArrowDown" ? 1 : -1;
+      setSelected((selected + step + suggestions.length) % suggestions.length);
+    } else if (e.key === "Enter" || e.key === "Tab") {
+      pick(suggestions[selected]);
+    } else if (e.key === "Escape") {
+      setSuggestions([]);
+      return true;
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    return true;
+  };
+
+  const close = () => setSuggestions([]);
+  return { suggestions, selected, suggest, pick, keyDown, close, mentioned: mentioned.current };
+}
+
+export function PromptBox({ busy, onSend, onStop }: Props) {
+  const { providers, agents } = useChoices();
+  const [text, setText] = useState("");
+  const [model, setModel] = useRemembered("partwire.model");
+  const [agent, setAgent] = useRemembered("partwire.agent");
+  const [sending, setSending] = useState(false);
+  const box = useRef<HTMLTextAreaElement>(null);
+  const mentions = useMentions(agents, text, setText, box);
+  const { suggestions, selected, pick } = mentions;
+
+  const models = modelOptions(providers);
+  const primaryAgents = agents.filter((a) => a.mode !== "subagent" && !a.hidden);
+  // a remembered choice that the server no longer offers falls back to the default
+  const chosenModel = models.some((m) => m.key === model) ? model : "";
+  const chosenAgent = primaryAgents.some((a) => a.name === agent) ? agent : "";
 
   const send = async () => {
     const prompt = text.trim();
@@ -139,32 +168,16 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     const chosen = chosenModel ? { providerID, modelID: rest.join("/") } : undefined;
     setSending(true);
     try {
-      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentioned.current)], chosen, chosenAgent || undefined);
+      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentions.mentioned)], chosen, chosenAgent || undefined);
       setText("");
-      mentioned.current.clear();
+      mentions.mentioned.clear();
     } finally {
       setSending(false);
     }
   };
 
   const onKeyDown = (e: KeyboardEvent) => {
-    if (suggestions.length > 0) {
-      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
-        e.preventDefault();
-        const step = e.key === "ArrowDown" ? 1 : -1;
-        setSelected((selected + step + suggestions.length) % suggestions.length);
-        return;
-      }
-      if (e.key === "Enter" || e.key === "Tab") {
-        e.preventDefault();
-        pick(suggestions[selected]);
-        return;
-      }
-      if (e.key === "Escape") {
-        setSuggestions([]);
-        return;
-      }
-    }
+    if (mentions.keyDown(e)) return;
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       void send();
@@ -198,10 +211,10 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
         onInput={(e) => {
           const el = e.target as HTMLTextAreaElement;
           setText(el.value);
-          suggest(el.value, el.selectionStart);
+          mentions.suggest(el.value, el.selectionStart);
         }}
         onKeyDown={onKeyDown}
-        onBlur={() => setTimeout(() => setSuggestions([]), 150)}
+        onBlur={() => setTimeout(mentions.close, 150)}
       />
       <div class="prompt-bar">
         <Picker label="Agent" value={chosenAgent} onChange={setAgent} options={primaryAgents.map((a) => ({ key: a.name, label: a.name }))} />

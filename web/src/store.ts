@@ -17,10 +17,6 @@ export const STREAM_REPAINT_MS = 100;
 
 type Listener = () => void;
 
-interface Loading {
-  lastEventID: string | null;
-  buffer: WireEvent[];
-}
 
 function upsert<T extends { id: string }>(items: T[], item: T): T[] {
   let lo = 0;
@@ -50,11 +46,12 @@ export class Store {
   error = "";
 
   private loaded = new Set<string>();
-  private loading = new Map<string, Loading>();
+  /** Sessions whose snapshot is on its way: their events wait here. */
+  private loading = new Map<string, WireEvent[]>();
   private answered = new Set<string>();
   private listeners = new Map<string, Set<Listener>>();
   private versions = new Map<string, number>();
-  private throttled = new Map<string, { timer: number; last: number }>();
+  private throttled = new Map<string, number>();
   private lastPaint = new Map<string, number>();
 
   // --- subscriptions -------------------------------------------------------
@@ -72,8 +69,8 @@ export class Store {
 
   notify(key: string): void {
     const pending = this.throttled.get(key);
-    if (pending) {
-      clearTimeout(pending.timer);
+    if (pending !== undefined) {
+      clearTimeout(pending);
       this.throttled.delete(key);
     }
     this.lastPaint.set(key, performance.now());
@@ -90,7 +87,7 @@ export class Store {
       this.throttled.delete(key);
       this.notify(key);
     }, wait);
-    this.throttled.set(key, { timer, last: since });
+    this.throttled.set(key, timer);
   }
 
   // --- snapshots -----------------------------------------------------------
@@ -122,7 +119,7 @@ export class Store {
   /** Events for this session are held back until load() applies the snapshot. */
   beginLoad(sessionID: string): void {
     this.loaded.delete(sessionID);
-    this.loading.set(sessionID, { lastEventID: null, buffer: [] });
+    this.loading.set(sessionID, []);
   }
 
   load(sessionID: string, snapshot: MessageWithParts[], lastEventID: string | null): void {
@@ -132,7 +129,7 @@ export class Store {
     this.messages.set(sessionID, snapshot.map((m) => m.info));
     for (const entry of snapshot) this.parts.set(entry.info.id, entry.parts);
     this.loaded.add(sessionID);
-    for (const event of pending?.buffer ?? []) {
+    for (const event of pending ?? []) {
       if (lastEventID === null || (event.id !== undefined && event.id > lastEventID)) this.apply(event);
     }
     this.notify(`session:${sessionID}`);
@@ -165,7 +162,7 @@ export class Store {
       props.sessionID ?? props.info?.sessionID ?? props.part?.sessionID;
     const scoped = event.type.startsWith("message.");
     if (scoped && sessionID !== undefined && !this.loaded.has(sessionID)) {
-      this.loading.get(sessionID)?.buffer.push(event);
+      this.loading.get(sessionID)?.push(event);
       return;
     }
     const handler = HANDLERS[event.type];

@@ -145,6 +145,26 @@ function useMentions(agents: Agent[], text: string, setText: (text: string) => v
   return { suggestions, selected, suggest, pick, keyDown, close, mentioned: mentioned.current };
 }
 
+function MentionList({ suggestions, selected, onPick }: { suggestions: Suggestion[]; selected: number; onPick: (s: Suggestion) => void }) {
+  if (suggestions.length === 0) return null;
+  return (
+    <ul class="mentions" role="listbox" aria-label="Mentions">
+      {suggestions.map((s, i) => (
+        <li
+          key={`${s.kind}:${s.value}`}
+          role="option"
+          aria-selected={i === selected}
+          class={i === selected ? "selected" : ""}
+          onMouseDown={(e) => (e.preventDefault(), onPick(s))}
+        >
+          <span class="mention-kind">{s.kind}</span> {s.value}
+          {s.detail && <span class="mention-detail"> — {s.detail}</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export function PromptBox({ busy, onSend, onStop }: Props) {
   const { providers, agents } = useChoices();
   const [text, setText] = useState("");
@@ -186,22 +206,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
 
   return (
     <form class="promptbox" onSubmit={(e) => (e.preventDefault(), void send())}>
-      {suggestions.length > 0 && (
-        <ul class="mentions" role="listbox" aria-label="Mentions">
-          {suggestions.map((s, i) => (
-            <li
-              key={`${s.kind}:${s.value}`}
-              role="option"
-              aria-selected={i === selected}
-              class={i === selected ? "selected" : ""}
-              onMouseDown={(e) => (e.preventDefault(), pick(s))}
-            >
-              <span class="mention-kind">{s.kind === "agent" ? "agent" : "file"}</span> {s.value}
-              {s.detail && <span class="mention-detail"> — {s.detail}</span>}
-            </li>
-          ))}
-        </ul>
-      )}
+      <MentionList suggestions={suggestions} selected={selected} onPick={pick} />
       <textarea
         ref={box}
         rows={2}

@@ -1,4 +1,4 @@
-"""Validation against opencode's OpenAPI document in ../shared/reference."""
+"""Validation against opencode's OpenAPI document, vendored in tests/opencode_reference."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 REFERENCE = Path(
     os.environ.get("PARTWIRE_REFERENCE_DIR")
-    or Path(__file__).resolve().parents[2] / "shared" / "reference" / "opencode"
+    or Path(__file__).resolve().parent / "opencode_reference"
 )
 
 
@@ -21,7 +21,7 @@ REFERENCE = Path(
 def document() -> dict[str, Any]:
     path = REFERENCE / "openapi.json"
     if not path.exists():
-        pytest.fail(f"reference document missing: {path} (shared/ must sit beside the repo)")
+        pytest.fail(f"reference document missing: {path}")
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

@@ -6,7 +6,8 @@
     ├── UserError                  shown to the caller of the API / CLI (HTTP 4xx)
     │   ├── NotFoundError          an id that does not exist (404)
     │   ├── BadRequestError        malformed or empty input (400)
-    │   └── SessionBusyError       the operation needs an idle session (409)
+    │   ├── SessionBusyError       the operation needs an idle session (409)
+    │   └── IdConflictError        a client-chosen id is already in use (409)
     ├── ToolError                  goes back to the model as a tool `error` state
     │   ├── ToolArgumentsError     the model's arguments did not validate
     │   ├── PermissionDeniedError  a rule denies the action (the loop goes on)
@@ -59,6 +60,16 @@ class SessionBusyError(UserError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"Session {session_id} is busy; abort it or wait for session.idle")
         self.session_id = session_id
+
+
+class IdConflictError(UserError):
+    status_code = 409
+    name = "IdConflictError"
+
+    def __init__(self, field: str, identifier: str) -> None:
+        super().__init__(f"{field}: {identifier} is already in use; send a new id or none")
+        self.field = field
+        self.identifier = identifier
 
 
 class ToolError(PartwireError):

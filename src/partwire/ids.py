@@ -47,6 +47,13 @@ def descending(prefix: Prefix) -> str:
     return f"{prefix}_{~_next_value() & _TIME_MASK:014x}{_random_suffix()}"
 
 
+# What a client may send as its own id: the prefix, "_", then letters and digits. That
+# admits ids of opencode's scheme and ours; order never depends on them (history is
+# ordered by the store's insertion sequence).
+CLIENT_MESSAGE_ID = r"^msg_[0-9A-Za-z]{1,64}$"
+CLIENT_PART_ID = r"^prt_[0-9A-Za-z]{1,64}$"
+
+
 def session_id() -> str:
     return descending("ses")
 

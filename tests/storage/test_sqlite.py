@@ -179,7 +179,7 @@ async def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         versions = conn.execute("SELECT version, name FROM schema_version").fetchall()
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    assert versions == [(1, "initial"), (2, "todo")]
+    assert versions == [(1, "initial"), (2, "todo"), (3, "sequence")]
     assert mode == "wal"
 
 

@@ -43,6 +43,17 @@ def resolve_model(provider_id: str, model_id: str, settings: Settings) -> Langua
     return entry[0](model_id, settings)
 
 
+def refuse_variant(provider_id: str, model_id: str, variant: str | None, field: str) -> None:
+    """Model variants (opencode's per-model option presets) do not exist here: a variant
+    is refused rather than ignored."""
+    if variant is not None:
+        raise BadRequestError(
+            f"{field}: {provider_id}/{model_id} has no variant {variant!r} "
+            "(partwire's models have no variants)",
+            field=field,
+        )
+
+
 def parse_model_ref(ref: str) -> tuple[str, str]:
     """Split ``provider/model`` into its halves, with an error that shows the form."""
     provider_id, sep, model_id = ref.partition("/")

@@ -6,13 +6,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from partwire.ids import CLIENT_MESSAGE_ID, CLIENT_PART_ID
 from partwire.schema.base import WireModel
 from partwire.schema.part import AgentSource, FileSource, ModelRef
-from partwire.schema.session import PermissionRule
+from partwire.schema.session import PermissionRule, SessionModel
 
 
 class TextPartInput(WireModel):
-    id: str | None = Field(default=None, pattern="^prt")
+    id: str | None = Field(default=None, pattern=CLIENT_PART_ID)
     type: Literal["text"] = "text"
     text: str
     synthetic: bool | None = None
@@ -21,7 +22,7 @@ class TextPartInput(WireModel):
 
 
 class FilePartInput(WireModel):
-    id: str | None = Field(default=None, pattern="^prt")
+    id: str | None = Field(default=None, pattern=CLIENT_PART_ID)
     type: Literal["file"] = "file"
     mime: str
     filename: str | None = None
@@ -30,14 +31,14 @@ class FilePartInput(WireModel):
 
 
 class AgentPartInput(WireModel):
-    id: str | None = Field(default=None, pattern="^prt")
+    id: str | None = Field(default=None, pattern=CLIENT_PART_ID)
     type: Literal["agent"] = "agent"
     name: str
     source: AgentSource | None = None
 
 
 class SubtaskPartInput(WireModel):
-    id: str | None = Field(default=None, pattern="^prt")
+    id: str | None = Field(default=None, pattern=CLIENT_PART_ID)
     type: Literal["subtask"] = "subtask"
     prompt: str
     description: str
@@ -55,7 +56,7 @@ PartInput = Annotated[
 class PromptInput(WireModel):
     """Body of POST /session/{id}/message and /prompt_async."""
 
-    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    message_id: str | None = Field(default=None, alias="messageID", pattern=CLIENT_MESSAGE_ID)
     model: ModelRef | None = None
     agent: str | None = None
     no_reply: bool | None = Field(default=None, alias="noReply")
@@ -74,19 +75,13 @@ class PromptInput(WireModel):
         return parts
 
 
-class SessionModelInput(WireModel):
-    id: str
-    provider_id: str = Field(alias="providerID")
-    variant: str | None = None
-
-
 class SessionCreateInput(WireModel):
     """Body of POST /session."""
 
     parent_id: str | None = Field(default=None, alias="parentID", pattern="^ses")
     title: str | None = None
     agent: str | None = None
-    model: SessionModelInput | None = None
+    model: SessionModel | None = None
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
 
@@ -102,14 +97,14 @@ class SummarizeInput(WireModel):
 class RevertInput(WireModel):
     """Body of POST /session/{id}/revert."""
 
-    message_id: str = Field(alias="messageID", pattern="^msg")
+    message_id: str = Field(alias="messageID", pattern=CLIENT_MESSAGE_ID)
     part_id: str | None = Field(default=None, alias="partID", pattern="^prt")
 
 
 class ForkInput(WireModel):
     """Body of POST /session/{id}/fork."""
 
-    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    message_id: str | None = Field(default=None, alias="messageID", pattern=CLIENT_MESSAGE_ID)
 
 
 class SessionTimeUpdate(WireModel):
@@ -130,13 +125,13 @@ class InitInput(WireModel):
 
     model_id: str = Field(alias="modelID")
     provider_id: str = Field(alias="providerID")
-    message_id: str = Field(alias="messageID", pattern="^msg")
+    message_id: str = Field(alias="messageID", pattern=CLIENT_MESSAGE_ID)
 
 
 class ShellInput(WireModel):
     """Body of POST /session/{id}/shell."""
 
-    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    message_id: str | None = Field(default=None, alias="messageID", pattern=CLIENT_MESSAGE_ID)
     agent: str
     model: ModelRef | None = None
     command: str = Field(min_length=1)
@@ -145,7 +140,7 @@ class ShellInput(WireModel):
 class CommandInput(WireModel):
     """Body of POST /session/{id}/command."""
 
-    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    message_id: str | None = Field(default=None, alias="messageID", pattern=CLIENT_MESSAGE_ID)
     agent: str | None = None
     model: str | None = None
     arguments: str = ""

@@ -43,6 +43,14 @@ class SessionRevert(WireModel):
     diff: str | None = None
 
 
+class SessionModel(WireModel):
+    """The model a session prompts by default (POST /session ``model``)."""
+
+    id: str
+    provider_id: str = Field(alias="providerID")
+    variant: str | None = None
+
+
 class Session(WireModel):
     id: str
     slug: str
@@ -50,6 +58,8 @@ class Session(WireModel):
     directory: str
     parent_id: str | None = Field(default=None, alias="parentID")
     title: str
+    agent: str | None = None
+    model: SessionModel | None = None
     version: str
     time: SessionTime
     summary: SessionSummary | None = None

@@ -21,7 +21,7 @@ from partwire import ids
 from partwire.config import Settings
 from partwire.errors import BadRequestError, NotFoundError, SessionBusyError
 from partwire.providers.base import LanguageModel
-from partwire.providers.registry import parse_model_ref, resolve_model
+from partwire.providers.registry import parse_model_ref, refuse_variant, resolve_model
 from partwire.providers.stream import SUMMARY_PROMPT, ModelRequest, UserTurn
 from partwire.schema.event import (
     SessionCompacted,
@@ -43,12 +43,13 @@ from partwire.schema.message import (
     UserMessage,
 )
 from partwire.schema.part import ModelRef, ToolPart
-from partwire.schema.session import SessionStatus, SnapshotFileDiff
+from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
 from partwire.session.prompt import (
+    refuse_taken_ids,
     store_compaction_request,
     store_synthetic_text,
     store_user_message,
@@ -59,7 +60,7 @@ from partwire.session.status import StatusTracker
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, ToolContext
-from partwire.tools.registry import get_tool, tool_specs
+from partwire.tools.registry import all_tools, enabled_lookup, get_tool, tool_specs
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class _Run:
     blocked: bool = False  # the user rejected a permission or question: stop after this step
     resume_after_compaction: bool = False
     compacted_for_overflow: bool = False
+    wakeups: int = 0  # prompts attached to this run; a change after a decision means decide again
 
 
 class SessionLoop:
@@ -97,6 +99,7 @@ class SessionLoop:
         self.host = host
         self.reverts = reverts
         self._runs: dict[str, _Run] = {}
+        self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
 
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._runs
@@ -109,17 +112,39 @@ class SessionLoop:
     async def enqueue(
         self, session_id: str, body: PromptInput
     ) -> asyncio.Future[AssistantWithParts]:
-        session = await self.store.get_session(session_id)
-        model = self._model_ref(body)
-        resolve_model(model.provider_id, model.model_id, self.settings)  # fail before storing
-        get_agent(body.agent or DEFAULT_AGENT)
-        if not self.is_busy(session_id):
-            session = await cleanup_revert(self.store, session)
-        await store_user_message(self.store, session, body, model, self.settings.project_dir)
+        assert not body.no_reply, "a noReply prompt goes through add_without_reply"
+        await self._store_prompt(session_id, body)
         return self._wake(session_id)
 
-    async def summarize(self, session_id: str, model: ModelRef) -> AssistantWithParts:
-        """Compact the session now (POST /session/{id}/summarize); it must be idle."""
+    async def add_without_reply(self, session_id: str, body: PromptInput) -> MessageWithParts:
+        """Store a prompt as context only (``noReply``): the model is not called for it."""
+        user = await self._store_prompt(session_id, body)
+        self._no_reply.add(user.id)
+        return await self.store.get_message(session_id, user.id)
+
+    async def _store_prompt(self, session_id: str, body: PromptInput) -> UserMessage:
+        """Check everything a prompt names, then store it (a bad prompt stores nothing)."""
+        session = await self.store.get_session(session_id)
+        model = self._model_ref(body, session)
+        resolve_model(model.provider_id, model.model_id, self.settings)
+        refuse_variant(model.provider_id, model.model_id, body.variant, "variant")
+        agent = body.agent or session.agent or DEFAULT_AGENT
+        get_agent(agent)
+        _check_tool_switches(body.tools)
+        await refuse_taken_ids(self.store, body.message_id, [p.id for p in body.parts])
+        if not self.is_busy(session_id):
+            session = await cleanup_revert(self.store, session)
+        return await store_user_message(
+            self.store, session, body, model, agent, self.settings.project_dir
+        )
+
+    async def summarize(
+        self, session_id: str, model: ModelRef, *, auto: bool = False
+    ) -> AssistantWithParts:
+        """Compact the session now (POST /session/{id}/summarize); it must be idle.
+
+        ``auto`` (as opencode) marks the compaction automatic: after the summary the
+        loop adds a "continue" prompt and goes on working."""
         session = await self.store.get_session(session_id)
         await self.ensure_idle(session_id)
         resolve_model(model.provider_id, model.model_id, self.settings)
@@ -128,8 +153,10 @@ class SessionLoop:
         if last is None:
             raise BadRequestError(f"Session {session_id} has no messages to summarize yet")
         user = last.model_copy(update={"model": model})
-        await store_compaction_request(self.store, session, user, auto=False, overflow=False)
-        return await self._wake(session_id)
+        await store_compaction_request(self.store, session, user, auto=auto, overflow=False)
+        future = self._wake(session_id)
+        self._runs[session_id].resume_after_compaction = auto
+        return await future
 
     def _wake(self, session_id: str) -> asyncio.Future[AssistantWithParts]:
         """A future for the run's final message, starting a run if none is going."""
@@ -140,11 +167,15 @@ class SessionLoop:
             self._runs[session_id] = run
             run.task = asyncio.create_task(self._run(session_id, run), name=f"run {session_id}")
         run.waiters.append(future)
+        run.wakeups += 1
         return future
 
-    def _model_ref(self, body: PromptInput) -> ModelRef:
+    def _model_ref(self, body: PromptInput, session: Session) -> ModelRef:
+        """The prompt's model, else the session's (set at creation), else the default."""
         if body.model is not None:
             return body.model
+        if session.model is not None:
+            return ModelRef(provider_id=session.model.provider_id, model_id=session.model.id)
         provider_id, model_id = parse_model_ref(self.settings.default_model)
         return ModelRef(provider_id=provider_id, model_id=model_id)
 
@@ -177,7 +208,12 @@ class SessionLoop:
         failure: BaseException | None = None
         try:
             await self.status.busy(session_id)
-            final = await self._steps(session_id, run)
+            while True:
+                seen = run.wakeups
+                final = await self._steps(session_id, run)
+                if run.aborted or run.wakeups == seen:
+                    break
+                run.blocked = False  # a prompt came during the last decision: decide again
         except Exception as exc:
             log.exception("session %s run failed", session_id)
             failure = exc
@@ -196,7 +232,7 @@ class SessionLoop:
         last: AssistantMessage | None = None
         for _ in range(MAX_STEPS):
             history = await self.store.list_messages(session_id)
-            user = _last_user(history)
+            user = _last_user(history, self._no_reply)
             if user is None or run.aborted or run.blocked:
                 break
             request = pending_compaction(history)
@@ -255,7 +291,8 @@ class SessionLoop:
     ) -> AssistantMessage:
         model = self._model(user)
         message = self._assistant(session_id, user, model)
-        request = ModelRequest(SYSTEM_PROMPT, to_turns(history), tool_specs())
+        system = f"{SYSTEM_PROMPT}\n\n{user.system}" if user.system else SYSTEM_PROMPT
+        request = ModelRequest(system, to_turns(history), tool_specs(_disabled_tools(user)))
         return await self._call(
             session_id, run, user, model, message, request, history, self.reverts.snapshots
         )
@@ -338,7 +375,7 @@ class SessionLoop:
             self.store,
             message,
             model,
-            get_tool,
+            enabled_lookup(_disabled_tools(user)),
             make_context,
             _recent_calls(history),
             set_status,
@@ -364,11 +401,24 @@ class SessionLoop:
             run.step = None
 
 
-def _last_user(history: list[MessageWithParts]) -> UserMessage | None:
+def _last_user(
+    history: list[MessageWithParts], skip: set[str] | frozenset[str] = frozenset()
+) -> UserMessage | None:
     for entry in reversed(history):
-        if isinstance(entry.info, UserMessage):
+        if isinstance(entry.info, UserMessage) and entry.info.id not in skip:
             return entry.info
     return None
+
+
+def _disabled_tools(user: UserMessage) -> frozenset[str]:
+    return frozenset(name for name, enabled in (user.tools or {}).items() if not enabled)
+
+
+def _check_tool_switches(switches: dict[str, bool] | None) -> None:
+    for name in switches or {}:
+        if get_tool(name) is None:
+            known = ", ".join(tool.id for tool in all_tools())
+            raise BadRequestError(f"tools.{name}: no tool {name!r}; tools: {known}", field="tools")
 
 
 def _last_assistant(history: list[MessageWithParts]) -> AssistantMessage | None:
@@ -396,8 +446,13 @@ def _overflowed(message: AssistantMessage) -> bool:
 
 
 def _answered(history: list[MessageWithParts], user: UserMessage) -> bool:
-    """True when the newest assistant message answers ``user`` and is done."""
-    assistant = _last_assistant(history)
-    if assistant is None or assistant.id < user.id:
+    """True when the newest assistant message answering ``user`` (by parentID) is done."""
+    answers = [
+        e.info
+        for e in history
+        if isinstance(e.info, AssistantMessage) and e.info.parent_id == user.id
+    ]
+    if not answers:
         return False
-    return assistant.error is not None or assistant.finish not in (None, "tool-calls")
+    last = answers[-1]
+    return last.error is not None or last.finish not in (None, "tool-calls")

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from partwire import ids
+from partwire.errors import IdConflictError
 from partwire.schema.event import (
     MessageInfo,
     MessagePartUpdated,
@@ -34,7 +35,7 @@ from partwire.schema.part import (
     TextPart,
 )
 from partwire.schema.session import Session
-from partwire.session.agents import AGENTS, DEFAULT_AGENT
+from partwire.session.agents import AGENTS
 from partwire.session.compaction import new_compaction_part
 from partwire.session.mentions import with_mentioned_files
 from partwire.storage.base import Store
@@ -94,7 +95,12 @@ def _title_from(body: PromptInput) -> str | None:
 
 
 async def store_user_message(
-    store: Store, session: Session, body: PromptInput, model: ModelRef, project_dir: Path
+    store: Store,
+    session: Session,
+    body: PromptInput,
+    model: ModelRef,
+    agent: str,
+    project_dir: Path,
 ) -> UserMessage:
     """Write the user message, its parts, and the session's new title/updated time.
 
@@ -104,7 +110,7 @@ async def store_user_message(
         id=body.message_id or ids.message_id(),
         session_id=session.id,
         time=UserTime(created=int(time.time() * 1000)),
-        agent=body.agent or DEFAULT_AGENT,
+        agent=agent,
         model=model,
         system=body.system,
         tools=body.tools,
@@ -120,6 +126,24 @@ async def store_user_message(
         await store.put_part(part, [MessagePartUpdated(props)])
     await touch_session(store, session, _title_from(body))
     return message
+
+
+async def refuse_taken_ids(
+    store: Store, message_id: str | None, part_ids: list[str | None] | None = None
+) -> None:
+    """409 when a client-chosen message or part id is already stored (by any session),
+    or repeated inside the prompt: a client id never overwrites another row."""
+    wanted = [part_id for part_id in part_ids or [] if part_id is not None]
+    taken = await store.ids_in_use([message_id] if message_id else [], wanted)
+    if message_id is not None and message_id in taken:
+        raise IdConflictError("messageID", message_id)
+    seen: set[str] = set()
+    for index, part_id in enumerate(part_ids or []):
+        if part_id is None:
+            continue
+        if part_id in taken or part_id in seen:
+            raise IdConflictError(f"parts.{index}.id", part_id)
+        seen.add(part_id)
 
 
 async def touch_session(store: Store, session: Session, title: str | None = None) -> Session:

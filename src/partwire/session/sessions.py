@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from partwire import __version__, ids
 from partwire.config import Settings
 from partwire.errors import NotFoundError
+from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     MessageInfo,
     MessagePartUpdated,
@@ -23,6 +24,7 @@ from partwire.schema.event import (
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
 from partwire.schema.message import AssistantMessage
 from partwire.schema.session import Session, SessionTime
+from partwire.session.agents import get_agent
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
 from partwire.storage.base import Store
@@ -48,6 +50,13 @@ class Sessions:
     async def create(self, body: SessionCreateInput) -> Session:
         if body.parent_id is not None:
             await self.store.get_session(body.parent_id)
+        if body.agent is not None:
+            get_agent(body.agent)
+        if body.model is not None:
+            resolve_model(body.model.provider_id, body.model.id, self.settings)
+            refuse_variant(
+                body.model.provider_id, body.model.id, body.model.variant, "model.variant"
+            )
         now = int(time.time() * 1000)
         directory = str(self.settings.project_dir)
         stamp = datetime.fromtimestamp(now / 1000, UTC).isoformat(timespec="seconds")
@@ -58,6 +67,8 @@ class Sessions:
             directory=directory,
             parent_id=body.parent_id,
             title=body.title or f"{UNTITLED_PREFIX}{stamp}",
+            agent=body.agent,
+            model=body.model,
             version=__version__,
             time=SessionTime(created=now, updated=now),
             metadata=body.metadata,

@@ -60,11 +60,18 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolStateCompleted | T
 
 
 async def run_shell(
-    store: Store, session: Session, agent: str, model: ModelRef, command: str
+    store: Store,
+    session: Session,
+    agent: str,
+    model: ModelRef,
+    command: str,
+    *,
+    message_id: str | None = None,
 ) -> AssistantWithParts:
-    """Run ``command`` in the project and store it as a user turn plus a bash tool part."""
+    """Run ``command`` in the project and store it as a user turn (``message_id``, when the
+    client chose one) plus an assistant message holding a bash tool part."""
     user = UserMessage(
-        id=ids.message_id(),
+        id=message_id or ids.message_id(),
         session_id=session.id,
         time=UserTime(created=_now()),
         agent=agent,

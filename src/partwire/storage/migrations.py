@@ -50,10 +50,33 @@ def _002_todo(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
 
 
+def _003_sequence(conn: sqlite3.Connection) -> None:
+    """History order is the order rows were first written, never the order of their ids
+    (clients may mint ids of another scheme). Existing rows keep their id order."""
+    for table in ("message", "part"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN seq INTEGER")
+        conn.execute(
+            f"UPDATE {table} SET seq = o.n FROM "
+            f"(SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM {table}) AS o "
+            f"WHERE o.id = {table}.id"
+        )
+    for statement in (
+        "CREATE UNIQUE INDEX message_seq ON message (seq)",
+        "CREATE INDEX message_session_seq ON message (session_id, seq)",
+        "DROP INDEX message_session",
+        "CREATE UNIQUE INDEX part_seq ON part (seq)",
+        "CREATE INDEX part_message_seq ON part (message_id, seq)",
+    ):
+        conn.execute(statement)
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", _001_initial),
     (2, "todo", _002_todo),
+    (3, "sequence", _003_sequence),
 ]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
 
 
 def migrate(conn: sqlite3.Connection) -> int:

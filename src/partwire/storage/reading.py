@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from partwire.errors import NotFoundError
 from partwire.schema.message import MessageWithParts, message_adapter
 from partwire.schema.part import Part, part_adapter
 
@@ -18,17 +19,28 @@ def load_messages(
     limit: int | None = None,
     before: str | None = None,
 ) -> list[MessageWithParts]:
-    """One message, or the session's messages in order: the newest ``limit`` before ``before``."""
+    """One message, or the session's messages in history order (the order they were first
+    stored, never id order): the newest ``limit`` before the message ``before``."""
     if message_id is None:
-        messages = conn.execute(
-            "SELECT id, data FROM (SELECT id, data FROM message WHERE session_id = ? "
-            "AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?) ORDER BY id",
-            (session_id, before, before, -1 if limit is None else limit),
+        bound = None
+        if before is not None:
+            row = conn.execute(
+                "SELECT seq FROM message WHERE session_id = ? AND id = ?", (session_id, before)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError("Message", before)
+            bound = row[0]
+        rows = conn.execute(
+            "SELECT id, data, seq FROM (SELECT id, data, seq FROM message WHERE session_id = ? "
+            "AND (? IS NULL OR seq < ?) ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+            (session_id, bound, bound, -1 if limit is None else limit),
         ).fetchall()
-        oldest = messages[0][0] if messages else ""
+        messages = [(mid, data) for mid, data, _ in rows]
+        oldest = rows[0][2] if rows else 0
         parts = conn.execute(
-            "SELECT id, message_id, data, delta_from FROM part WHERE session_id = ? "
-            "AND message_id >= ? ORDER BY message_id, id",
+            "SELECT p.id, p.message_id, p.data, p.delta_from FROM part p "
+            "JOIN message m ON m.id = p.message_id "
+            "WHERE m.session_id = ? AND m.seq >= ? ORDER BY p.seq",
             (session_id, oldest),
         ).fetchall()
     else:
@@ -37,7 +49,7 @@ def load_messages(
         ).fetchall()
         parts = conn.execute(
             "SELECT id, message_id, data, delta_from FROM part WHERE session_id = ? "
-            "AND message_id = ? ORDER BY id",
+            "AND message_id = ? ORDER BY seq",
             (session_id, message_id),
         ).fetchall()
     by_message: dict[str, list[Part]] = {row[0]: [] for row in messages}

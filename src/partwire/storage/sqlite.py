@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 
 from partwire import ids
 from partwire.bus import Bus
-from partwire.errors import NotFoundError
+from partwire.errors import IdConflictError, NotFoundError
 from partwire.schema.event import Draft, Event, PartDeltaProps, parse_event
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
@@ -25,6 +25,7 @@ from partwire.storage.reading import load_messages
 from partwire.storage.recovery import recover
 from partwire.storage.writer import (
     DeltaAppend,
+    IdTakenError,
     MessageDelete,
     MessagePut,
     PartDelete,
@@ -126,10 +127,16 @@ class SqliteStore:
         await self._submit(SessionDelete(events=events, session_id=session_id))
 
     async def put_message(self, message: Message, events: list[Draft]) -> None:
-        await self._submit(MessagePut(events=events, message=message))
+        try:
+            await self._submit(MessagePut(events=events, message=message))
+        except IdTakenError:
+            raise IdConflictError("messageID", message.id) from None
 
     async def put_part(self, part: Part, events: list[Draft], *, streaming: bool = False) -> None:
-        await self._submit(PartPut(events=events, part=part, streaming=streaming))
+        try:
+            await self._submit(PartPut(events=events, part=part, streaming=streaming))
+        except IdTakenError:
+            raise IdConflictError("partID", part.id) from None
 
     async def delete_message(self, message_id: str, events: list[Draft]) -> None:
         await self._submit(MessageDelete(events=events, message_id=message_id))
@@ -177,6 +184,20 @@ class SqliteStore:
                 conn.execute("COMMIT")
 
         return await asyncio.to_thread(run)
+
+    async def ids_in_use(self, message_ids: list[str], part_ids: list[str]) -> set[str]:
+        def query(conn: sqlite3.Connection) -> set[str]:
+            found: set[str] = set()
+            for table, wanted in (("message", message_ids), ("part", part_ids)):
+                for identifier in wanted:
+                    sql = f"SELECT 1 FROM {table} WHERE id = ?"
+                    if conn.execute(sql, (identifier,)).fetchone() is not None:
+                        found.add(identifier)
+            return found
+
+        if not message_ids and not part_ids:
+            return set()
+        return await self._read(query)
 
     async def get_session(self, session_id: str) -> Session:
         row = await self._read(

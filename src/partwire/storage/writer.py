@@ -91,16 +91,27 @@ class SessionDelete(Write):
         ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))
 
 
+class IdTakenError(sqlite3.IntegrityError):
+    """A row id is already used by another session's message (or another message's part)."""
+
+
 @dataclass
 class MessagePut(Write):
+    """Insert a message at the end of history, or update it in place (it keeps its seq)."""
+
     message: Message | None = None
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.message is not None
-        ctx.conn.execute(
-            "INSERT OR REPLACE INTO message (id, session_id, data) VALUES (?,?,?)",
+        changed = ctx.conn.execute(
+            "INSERT INTO message (id, session_id, data, seq) "
+            "VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM message)) "
+            "ON CONFLICT (id) DO UPDATE SET data = excluded.data "
+            "WHERE message.session_id = excluded.session_id",
             (self.message.id, self.message.session_id, self.message.wire_json()),
-        )
+        ).rowcount
+        if changed == 0:
+            raise IdTakenError(f"message id {self.message.id} belongs to another session")
 
 
 @dataclass
@@ -111,9 +122,11 @@ class PartPut(Write):
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.part is not None
         delta_from = (ctx.last_event_id or "") if self.streaming else None
-        ctx.conn.execute(
-            "INSERT OR REPLACE INTO part (id, message_id, session_id, data, delta_from) "
-            "VALUES (?,?,?,?,?)",
+        changed = ctx.conn.execute(
+            "INSERT INTO part (id, message_id, session_id, data, delta_from, seq) "
+            "VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM part)) "
+            "ON CONFLICT (id) DO UPDATE SET data = excluded.data, delta_from = excluded.delta_from "
+            "WHERE part.message_id = excluded.message_id",
             (
                 self.part.id,
                 self.part.message_id,
@@ -121,7 +134,9 @@ class PartPut(Write):
                 self.part.wire_json(),
                 delta_from,
             ),
-        )
+        ).rowcount
+        if changed == 0:
+            raise IdTakenError(f"part id {self.part.id} belongs to another message")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from partwire.providers.stream import ToolSpec
@@ -22,8 +23,13 @@ def all_tools() -> list[Tool[Any]]:
     return list(_TOOLS.values())
 
 
-def tool_specs() -> tuple[ToolSpec, ...]:
-    return tuple(tool.spec() for tool in _TOOLS.values())
+def tool_specs(disabled: frozenset[str] = frozenset()) -> tuple[ToolSpec, ...]:
+    return tuple(tool.spec() for tool in _TOOLS.values() if tool.id not in disabled)
+
+
+def enabled_lookup(disabled: frozenset[str]) -> Callable[[str], Tool[Any] | None]:
+    """get_tool, except that a disabled tool does not exist (a call to it is an error)."""
+    return lambda tool_id: None if tool_id in disabled else _TOOLS.get(tool_id)
 
 
 def load_builtin_tools() -> None:

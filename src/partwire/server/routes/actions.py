@@ -16,6 +16,7 @@ from partwire.schema.session import Session
 from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
 from partwire.session.agents import get_agent
+from partwire.session.prompt import refuse_taken_ids
 from partwire.session.shell import run_shell
 
 router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
@@ -54,8 +55,9 @@ async def shell(request: Request, sessionID: str, body: ShellInput) -> Response:
     if model is None:
         provider_id, model_id = parse_model_ref(runtime.settings.default_model)
         model = ModelRef(provider_id=provider_id, model_id=model_id)
+    await refuse_taken_ids(runtime.store, body.message_id)
     result: AssistantWithParts = await run_shell(
-        runtime.store, session, body.agent, model, body.command
+        runtime.store, session, body.agent, model, body.command, message_id=body.message_id
     )
     return wire(result)
 

@@ -106,6 +106,8 @@ async def delete_session(request: Request, sessionID: str) -> Response:
 )
 async def prompt(request: Request, sessionID: str, body: PromptInput) -> Response:
     _, project = await session_project(request, sessionID)
+    if body.no_reply:  # stored as context; opencode answers with the user message
+        return wire(await project.loop.add_without_reply(sessionID, body))
     return wire(await project.loop.prompt(sessionID, body))
 
 
@@ -122,6 +124,9 @@ def _retrieve(future: asyncio.Future[AssistantWithParts]) -> None:
 )
 async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> Response:
     _, project = await session_project(request, sessionID)
+    if body.no_reply:
+        await project.loop.add_without_reply(sessionID, body)
+        return Response(status_code=204)
     future = await project.loop.enqueue(sessionID, body)
     future.add_done_callback(_retrieve)
     return Response(status_code=204)
@@ -163,7 +168,7 @@ async def get_message(request: Request, sessionID: str, messageID: str) -> Respo
 async def summarize(request: Request, sessionID: str, body: SummarizeInput) -> Response:
     model = ModelRef(provider_id=body.provider_id, model_id=body.model_id)
     _, project = await session_project(request, sessionID)
-    await project.loop.summarize(sessionID, model)
+    await project.loop.summarize(sessionID, model, auto=bool(body.auto))
     return wire(True)
 
 

@@ -116,7 +116,9 @@ export function Conversation({ sessionID }: { sessionID: string }) {
   const revert = store.sessions.get(sessionID)?.revert;
   const all = store.messages.get(sessionID) ?? [];
   // a reverted session hides the undone messages until the next prompt removes them
-  const messages = revert ? all.filter((m) => m.id < revert.messageID) : all;
+  // (by position in history, never by comparing ids)
+  const cut = revert ? all.findIndex((m) => m.id === revert.messageID) : -1;
+  const messages = cut >= 0 ? all.slice(0, cut) : all;
   const scroller = useRef<HTMLDivElement>(null);
   const [view, setView] = useState({ top: 0, height: 800 });
   const { following, followingRef, toBottom, scrolled, intent, jump } = useFollow(scroller);

@@ -4,7 +4,7 @@ import { App } from "./app";
 import { loadSession } from "./loader";
 import { EventStream } from "./events";
 import { installCopyButtons, loadHighlighter } from "./markdown";
-import { setProjectRoot } from "./paths";
+import { loadProjectRoot } from "./paths";
 import { store } from "./store";
 import "./styles.css";
 
@@ -33,7 +33,7 @@ const events = new EventStream(
   resync,
 );
 
-api.path().then((p) => setProjectRoot(p.directory), () => undefined);
+loadProjectRoot().catch(() => undefined);
 const root = document.getElementById("app")!;
 installCopyButtons(root);
 render(<App />, root);

@@ -1,8 +1,29 @@
 // Paths in the UI are shown relative to the project directory.
+import { api } from "./api";
+
 let root = "";
+let loading: Promise<string> | null = null;
 
 export function setProjectRoot(directory: string): void {
   root = directory.replace(/\/+$/, "");
+}
+
+/** The project directory, fetched once (GET /path). Anything that builds a path from it
+ * (an @-mention's file:// URL) waits for this instead of reading a root not yet known. */
+export function loadProjectRoot(): Promise<string> {
+  if (!loading) {
+    loading = api.path().then(
+      (p) => {
+        setProjectRoot(p.directory);
+        return root;
+      },
+      (error: unknown) => {
+        loading = null; // the next caller asks again
+        throw error;
+      },
+    );
+  }
+  return loading;
 }
 
 export function projectRoot(): string {

@@ -2,7 +2,8 @@
 // (GET /find/file) or an agent, and the model and agent pickers feed the request.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type PromptPart, type ProviderList } from "./api";
-import { projectRoot } from "./paths";
+import { loadProjectRoot } from "./paths";
+import { store } from "./store";
 import type { Agent, ModelRef } from "./types";
 
 interface Suggestion {
@@ -19,13 +20,13 @@ interface Props {
 
 const MENTION = /(^|\s)@([\w./-]*)$/;
 
-function fileParts(text: string, files: Set<string>): PromptPart[] {
+async function fileParts(text: string, files: Set<string>): Promise<PromptPart[]> {
   const parts: PromptPart[] = [];
   for (const path of files) {
     const value = `@${path}`;
     const start = text.indexOf(value);
     if (start < 0) continue;
-    const absolute = `${projectRoot()}/${path}`;
+    const absolute = `${await loadProjectRoot()}/${path}`;
     parts.push({
       type: "file",
       mime: "text/plain",
@@ -188,9 +189,12 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     const chosen = chosenModel ? { providerID, modelID: rest.join("/") } : undefined;
     setSending(true);
     try {
-      await onSend([{ type: "text", text: prompt }, ...fileParts(prompt, mentions.mentioned)], chosen, chosenAgent || undefined);
+      const files = await fileParts(prompt, mentions.mentioned);
+      await onSend([{ type: "text", text: prompt }, ...files], chosen, chosenAgent || undefined);
       setText("");
       mentions.mentioned.clear();
+    } catch (error) {
+      store.reportError(`Could not send: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
       setSending(false);
     }

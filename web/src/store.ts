@@ -18,17 +18,18 @@ export const STREAM_REPAINT_MS = 100;
 type Listener = () => void;
 
 
+/** Replace by id in place, or append: a new item is the newest in history order (the
+ * server's insertion order, which is the order first events arrive in). Ids are never
+ * compared: a client may mint them with another scheme. */
 function upsert<T extends { id: string }>(items: T[], item: T): T[] {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (items[mid].id < item.id) lo = mid + 1;
-    else hi = mid;
-  }
   const next = items.slice();
-  if (lo < items.length && items[lo].id === item.id) next[lo] = item;
-  else next.splice(lo, 0, item);
+  for (let index = next.length - 1; index >= 0; index--) {
+    if (next[index].id === item.id) {
+      next[index] = item;
+      return next;
+    }
+  }
+  next.push(item);
   return next;
 }
 

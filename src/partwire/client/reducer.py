@@ -1,14 +1,15 @@
 """reduce(state, event) → state: the client-side view of sessions, messages and parts.
 
 The state is normalized the way opencode's clients keep it: sessions by id,
-status by session, messages in id order per session, parts in id order per
-message. Applying every event of a session in order yields exactly what
+status by session, messages in history order per session, parts in order per
+message. History order is the order the server first stored each message or part,
+which is the order their first events arrive in; ids are never compared (a client
+may have minted them with another scheme). Applying every event of a session in order yields exactly what
 ``GET /session/{id}/message`` returns.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,13 +52,12 @@ class ClientState:
 
 
 def _upsert(items: list[Any], item: Any) -> None:
-    """Insert or replace by id, keeping the list sorted by id."""
-    keys = [existing.id for existing in items]
-    index = bisect.bisect_left(keys, item.id)
-    if index < len(items) and items[index].id == item.id:
-        items[index] = item
-    else:
-        items.insert(index, item)
+    """Replace by id in place, or append: a new item is the newest in history order."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index].id == item.id:
+            items[index] = item
+            return
+    items.append(item)
 
 
 def _remove(items: list[Any], item_id: str) -> None:

@@ -22,7 +22,7 @@ from partwire.schema.event import (
     SessionUpdated,
 )
 from partwire.schema.message import MessageWithParts
-from partwire.schema.part import PatchPart, StepStartPart
+from partwire.schema.part import Part, PatchPart, StepStartPart
 from partwire.schema.session import Session, SessionRevert, SessionSummary
 from partwire.session.snapshot import Snapshots
 from partwire.storage.base import Store
@@ -35,19 +35,34 @@ async def _save(store: Store, session: Session) -> Session:
     return session
 
 
+def parts_from(
+    history: list[MessageWithParts], message_id: str, part_id: str | None
+) -> list[tuple[MessageWithParts, list[Part]]]:
+    """Every message from ``message_id`` on, in history order, with the parts from
+    ``part_id`` on in that first message (all of them when ``part_id`` is None).
+    Positions come from history order, never from comparing ids."""
+    start = next((i for i, e in enumerate(history) if e.info.id == message_id), None)
+    if start is None:
+        return []
+    selected: list[tuple[MessageWithParts, list[Part]]] = []
+    for entry in history[start:]:
+        parts = list(entry.parts)
+        if entry.info.id == message_id and part_id is not None:
+            cut = next((i for i, p in enumerate(parts) if p.id == part_id), len(parts))
+            parts = parts[cut:]
+        selected.append((entry, parts))
+    return selected
+
+
 def _patches_from(
     history: list[MessageWithParts], message_id: str, part_id: str | None
 ) -> list[PatchPart]:
-    patches: list[PatchPart] = []
-    for entry in history:
-        if entry.info.id < message_id:
-            continue
-        for part in entry.parts:
-            if entry.info.id == message_id and part_id is not None and part.id < part_id:
-                continue
-            if isinstance(part, PatchPart):
-                patches.append(part)
-    return patches
+    return [
+        part
+        for _, parts in parts_from(history, message_id, part_id)
+        for part in parts
+        if isinstance(part, PatchPart)
+    ]
 
 
 def _relative(snapshots: Snapshots, path: str) -> str:
@@ -93,9 +108,12 @@ class Reverts:
 
     async def diff(self, session_id: str, message_id: str | None = None) -> list[dict[str, Any]]:
         """What changed in the work tree since the first snapshot (from ``message_id`` on)."""
-        for entry in await self.store.list_messages(session_id):
-            if message_id is not None and entry.info.id < message_id:
-                continue
+        history = await self.store.list_messages(session_id)
+        if message_id is not None:
+            if all(e.info.id != message_id for e in history):
+                raise NotFoundError("Message", message_id)
+            history = [entry for entry, _ in parts_from(history, message_id, None)]
+        for entry in history:
             for part in entry.parts:
                 if isinstance(part, StepStartPart) and part.snapshot:
                     return await self.snapshots.diff(part.snapshot)
@@ -119,15 +137,13 @@ async def cleanup_revert(store: Store, session: Session) -> Session:
     revert = session.revert
     if revert is None:
         return session
-    for entry in await store.list_messages(session.id):
+    history = await store.list_messages(session.id)
+    for entry, parts in parts_from(history, revert.message_id, revert.part_id):
         info = entry.info
-        if info.id < revert.message_id:
-            continue
         if info.id == revert.message_id and revert.part_id is not None:
-            for part in entry.parts:
-                if part.id >= revert.part_id:
-                    ref = PartRef(session_id=session.id, message_id=info.id, part_id=part.id)
-                    await store.delete_part(part.id, [MessagePartRemoved(ref)])
+            for part in parts:
+                ref = PartRef(session_id=session.id, message_id=info.id, part_id=part.id)
+                await store.delete_part(part.id, [MessagePartRemoved(ref)])
             continue
         ref_message = MessageRef(session_id=session.id, message_id=info.id)
         await store.delete_message(info.id, [MessageRemoved(ref_message)])

@@ -98,8 +98,8 @@ class Sessions:
             raise NotFoundError("Message", message_id)
         fork = await self.create(SessionCreateInput(title=f"{source.title} (fork)"))
         new_ids: dict[str, str] = {}
-        for entry in history:
-            if message_id is not None and entry.info.id >= message_id:
+        for entry in history:  # history order: the cut is by position, never by id
+            if message_id is not None and entry.info.id == message_id:
                 break
             new_ids[entry.info.id] = ids.message_id()
             update: dict[str, object] = {"id": new_ids[entry.info.id], "session_id": fork.id}

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Literal
 
-Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "call"]
+Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "call", "ins"]
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _RANDOM_LENGTH = 12

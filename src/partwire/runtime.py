@@ -63,6 +63,8 @@ class Runtime:
     projects: dict[Path, Project] = field(default_factory=dict)
     disposed: bool = False
     closers: list[Closer] = field(default_factory=list)
+    # new at every start: server.connected carries it so clients can tell a restart
+    instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

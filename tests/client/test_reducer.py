@@ -33,13 +33,13 @@ def _updated(part: TextPart, n: int) -> object:
     )
 
 
-def test_parts_stay_in_id_order_and_updates_replace() -> None:
+def test_parts_keep_arrival_order_whatever_their_ids_and_updates_replace() -> None:
     state = ClientState()
     for n, pid in enumerate(["prt_3", "prt_1", "prt_2"]):
         reduce(state, _updated(_part(pid), n))  # type: ignore[arg-type]
     reduce(state, _updated(_part("prt_2", "new"), 9))  # type: ignore[arg-type]
     assert [(p.id, p.text) for p in state.part["msg_1"]] == [  # type: ignore[union-attr]
-        ("prt_1", ""), ("prt_2", "new"), ("prt_3", "")
+        ("prt_3", ""), ("prt_1", ""), ("prt_2", "new")
     ]  # fmt: skip
     assert state.last_event_id == "evt_9"
 

@@ -138,7 +138,7 @@ async def test_a_resume_point_older_than_the_log_gets_an_explicit_resync(
             await http.post("/session", json={})
             await http.post("/session", json={})
             await http.post("/session", json={})
-            oldest_events = await app.state.runtime.store.events_after("evt_0")
+            oldest_events = await app.state.runtime.store.events_after(None)
             for _ in range(10):
                 await http.post("/session", json={})
             # prune as the periodic pruning would, through the live store

@@ -4,8 +4,8 @@ The state is normalized the way opencode's clients keep it: sessions by id,
 status by session, messages in history order per session, parts in order per
 message. History order is the order the server first stored each message or part,
 which is the order their first events arrive in; ids are never compared (a client
-may have minted them with another scheme). Applying every event of a session in order yields exactly what
-``GET /session/{id}/message`` returns.
+may have minted them with another scheme). Applying every event of a session in
+order yields exactly what ``GET /session/{id}/message`` returns.
 """
 
 from __future__ import annotations

@@ -206,7 +206,15 @@ class ResyncProps(WireModel):
     message: str
 
 
-ServerConnected = define("server.connected", Empty, logged=False)
+class ConnectedProps(WireModel):
+    """``instanceID`` is new each time the server starts: a client that reconnects and
+    sees another one knows the server restarted (its resume was still served from the
+    log, or a ``server.resync`` follows when the log could not bridge the gap)."""
+
+    instance_id: str = Field(alias="instanceID")
+
+
+ServerConnected = define("server.connected", ConnectedProps, logged=False)
 ServerHeartbeat = define("server.heartbeat", Empty, logged=False)
 ServerInstanceDisposed = define("server.instance.disposed", InstanceDisposedProps, logged=False)
 ServerResync = define("server.resync", ResyncProps, logged=False)

@@ -20,6 +20,7 @@ from partwire.bus import Subscription
 from partwire.runtime import Runtime
 from partwire.schema.event import (
     REGISTRY,
+    ConnectedProps,
     Empty,
     Event,
     ResyncProps,
@@ -83,7 +84,8 @@ async def stream_events(
     runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer = frame
 ) -> AsyncIterator[str]:
     try:
-        yield frame(ServerConnected(Empty()).with_id(ids.event_id()))
+        connected = ConnectedProps(instance_id=runtime.instance_id)
+        yield frame(ServerConnected(connected).with_id(ids.event_id()))
         sent = last_id
         if last_id:
             frames, sent = await _replay(runtime, last_id, frame)

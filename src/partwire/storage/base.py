@@ -59,6 +59,7 @@ class Store(Protocol):
     async def snapshot_messages(
         self, session_id: str, *, limit: int | None = None, before: str | None = None
     ) -> tuple[list[MessageWithParts], str | None]: ...
-    async def events_after(self, event_id: str) -> list[Event]:
-        """Logged events after ``event_id`` in order; EventLogGap if it is too old."""
+    async def events_after(self, event_id: str | None) -> list[Event]:
+        """Logged events after ``event_id`` (None: from the start) in order; EventLogGap
+        when the log does not hold that id (pruned, or never logged here)."""
         ...

@@ -50,6 +50,14 @@ def _002_todo(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
 
 
+# The event types recovery reads back (see storage/recovery.py); the query must use this
+# exact IN list so SQLite can use the partial index.
+LIFECYCLE = (
+    "('session.status', 'permission.asked', 'permission.replied', "
+    "'question.asked', 'question.replied', 'question.rejected')"
+)
+
+
 def _003_sequence(conn: sqlite3.Connection) -> None:
     """History order is the order rows were first written, never the order of their ids
     (clients may mint ids of another scheme). Existing rows keep their id order."""
@@ -66,6 +74,9 @@ def _003_sequence(conn: sqlite3.Connection) -> None:
         "DROP INDEX message_session",
         "CREATE UNIQUE INDEX part_seq ON part (seq)",
         "CREATE INDEX part_message_seq ON part (message_id, seq)",
+        # recovery reads the open asks and statuses from the log; a partial index keeps
+        # that cheap without indexing the deltas that make up most of the log
+        f"CREATE INDEX event_log_lifecycle ON event_log (session_id) WHERE type IN {LIFECYCLE}",
     ):
         conn.execute(statement)
 

@@ -2,24 +2,47 @@
 
 Anything a crash left unfinished is brought to a terminal state: streaming parts
 get their logged deltas folded in and an end time, open tool parts become
-``error``, and unfinished assistant messages end with MessageAbortedError. Each
-change is logged as the event a live client would have seen.
+``error`` (their error text is the tool result the model sees, so no tool call is
+left without a result), and unfinished assistant messages end with
+MessageAbortedError. Asks nobody answered are rejected and sessions that were
+working go idle. Each change is logged as the event a live client would have seen,
+so a client that resumes with Last-Event-ID converges with nothing special.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
+from partwire.schema.event import (
+    Draft,
+    MessagePartUpdated,
+    MessageUpdated,
+    PartUpdatedProps,
+    PermissionReplied,
+    PermissionRepliedProps,
+    QuestionRef,
+    QuestionRejected,
+    SessionIdle,
+    SessionRef,
+    SessionStatusChanged,
+    SessionStatusProps,
+)
 from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.event import MessagePartUpdated, MessageUpdated, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, aborted_error, message_adapter
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.session import StatusIdle
 from partwire.schema.tool_state import FinishedTime, ToolStateError
+from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
 from partwire.storage.writer import WriteContext
 
 INTERRUPTED = "Interrupted: the server stopped before this finished."
+TOOL_INTERRUPTED = (
+    "Tool execution was interrupted by a server restart; it may or may not have taken "
+    "effect. Check its effects before you run it again."
+)
 
 
 def _now() -> int:
@@ -33,7 +56,7 @@ def _close_part(part: Part, now: int) -> Part | None:
     if isinstance(part, ToolPart) and part.state.status in ("pending", "running"):
         start = getattr(getattr(part.state, "time", None), "start", now)
         state = ToolStateError(
-            input=part.state.input, error=INTERRUPTED, time=FinishedTime(start=start, end=now)
+            input=part.state.input, error=TOOL_INTERRUPTED, time=FinishedTime(start=start, end=now)
         )
         return part.model_copy(update={"state": state})
     return None
@@ -78,4 +101,36 @@ def recover(conn: sqlite3.Connection, last_event_id: str | None) -> str | None:
                 "UPDATE message SET data = ? WHERE id = ?", (finished.wire_json(), message_id)
             )
             ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
+        for draft in _lifecycle_closers(conn):
+            ctx.log(draft)
     return ctx.last_event_id
+
+
+def _lifecycle_closers(conn: sqlite3.Connection) -> list[Draft]:
+    """Reject the asks nobody answered and idle the sessions that were working."""
+    asks: dict[str, Draft] = {}  # request id → the event that closes it
+    status: dict[str, bool] = {}  # session id → idle?
+    rows = conn.execute(
+        f"SELECT type, payload FROM event_log WHERE type IN {LIFECYCLE} ORDER BY seq"
+    ).fetchall()
+    for kind, payload in rows:
+        props = json.loads(payload)["properties"]
+        if kind == "session.status":
+            status[props["sessionID"]] = props["status"]["type"] == "idle"
+        elif kind == "permission.asked":
+            reply = PermissionRepliedProps(
+                session_id=props["sessionID"], request_id=props["id"], reply="reject"
+            )
+            asks[props["id"]] = PermissionReplied(reply)
+        elif kind == "question.asked":
+            ref = QuestionRef(session_id=props["sessionID"], request_id=props["id"])
+            asks[props["id"]] = QuestionRejected(ref)
+        else:
+            asks.pop(props["requestID"], None)
+    closers = list(asks.values())
+    for session_id, idle in status.items():
+        if not idle:
+            props_ = SessionStatusProps(session_id=session_id, status=StatusIdle())
+            closers.append(SessionStatusChanged(props_))
+            closers.append(SessionIdle(SessionRef(session_id=session_id)))
+    return closers

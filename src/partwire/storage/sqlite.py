@@ -238,14 +238,19 @@ class SqliteStore:
 
         return await self._read(query)
 
-    async def events_after(self, event_id: str) -> list[Event]:
+    async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: sqlite3.Connection) -> list[Event]:
-            oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
-            pruned = conn.execute("SELECT value FROM meta WHERE key='pruned'").fetchone()
-            if pruned is not None and oldest is not None and event_id < oldest[0]:
-                raise EventLogGap(oldest[0])
+            if event_id is None:  # from the start, unless the start was pruned
+                pruned = conn.execute("SELECT 1 FROM meta WHERE key='pruned'").fetchone()
+                known = None if pruned else (0,)
+            else:
+                sql = "SELECT seq FROM event_log WHERE id = ?"
+                known = conn.execute(sql, (event_id,)).fetchone()
+            if known is None:  # pruned, or never ours (another data dir, a made-up id)
+                oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
+                raise EventLogGap(oldest[0] if oldest else None)
             rows = conn.execute(
-                "SELECT payload FROM event_log WHERE id > ? ORDER BY seq", (event_id,)
+                "SELECT payload FROM event_log WHERE seq > ? ORDER BY seq", (known[0],)
             ).fetchall()
             return [parse_event(row[0]) for row in rows]
 

@@ -15,6 +15,7 @@
     ├── ProviderError              a model call failed; carries retryability
     ├── AbortedError               the session was aborted while working
     ├── ConfigError                settings are invalid; says which and how to fix
+    ├── StorageError               the database or data dir cannot be used; says what to do
     └── IllegalTransitionError     a programming mistake: a lifecycle edge that is not allowed
 """
 
@@ -139,6 +140,10 @@ class AbortedError(PartwireError):
 
 class ConfigError(PartwireError):
     pass
+
+
+class StorageError(PartwireError):
+    """The database or the data dir cannot be used (damaged, too new, full, unwritable)."""
 
 
 class IllegalTransitionError(PartwireError):

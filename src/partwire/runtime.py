@@ -29,6 +29,7 @@ from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
 from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
+from partwire.storage import lock
 from partwire.storage.sqlite import SqliteStore
 from partwire.tools.registry import load_builtin_tools
 
@@ -62,6 +63,7 @@ class Runtime:
     questions: Questions
     projects: dict[Path, Project] = field(default_factory=dict)
     disposed: bool = False
+    started: bool = False
     closers: list[Closer] = field(default_factory=list)
     # new at every start: server.connected carries it so clients can tell a restart
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
@@ -125,7 +127,18 @@ class Runtime:
     # ---- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.store.open()
+        """Take the data dir (one server per data dir) and open the store. Idempotent:
+        ``partwire serve`` starts the runtime before uvicorn, so that a refusal is one
+        line, and the app's lifespan then finds it started."""
+        if self.started:
+            return
+        lock.acquire(self.settings.data_dir)
+        try:
+            await self.store.open()
+        except BaseException:
+            lock.release(self.settings.data_dir)
+            raise
+        self.started = True
         # Everything loaded so far lives as long as the process: keep it out of the
         # cyclic collector's scans, whose full passes otherwise show up as latency spikes.
         gc.freeze()
@@ -159,3 +172,10 @@ class Runtime:
         for close in self.closers:
             await close()
         await self.store.close()
+        if self.started:
+            self.started = False
+            lock.release(self.settings.data_dir)
+
+    def advertise(self, url: str) -> None:
+        """Record the URL this runtime serves on in the data dir's lock file."""
+        lock.advertise(self.settings.data_dir, url)

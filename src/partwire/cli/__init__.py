@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models = commands.add_parser("models", help="list the models that are configured and usable")
     models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+
+    db = commands.add_parser("db", help="check or back up the database")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_commands.add_parser("check", help="integrity and schema version of the database")
+    backup = db_commands.add_parser("backup", help="copy the database (safe while serving)")
+    backup.add_argument("path", type=Path, help="the new file")
     return parser
 
 
@@ -42,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     err = Console(stderr=True)
     try:
-        settings = load_settings(project_dir=args.project)
+        settings = load_settings(project_dir=getattr(args, "project", None))
         if args.command == "serve":
             from partwire.server.auth import is_loopback
             from partwire.server.runner import serve
@@ -56,10 +62,19 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return 2
 
-            err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
-            err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
-            serve(settings, args.hostname, args.port)
+            def banner() -> None:
+                err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
+                err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
+
+            serve(settings, args.hostname, args.port, on_start=banner)
             return 0
+        if args.command == "db":
+            from partwire.cli import db
+
+            out = Console(highlight=False, soft_wrap=True)
+            if args.db_command == "check":
+                return db.check(settings, out)
+            return db.backup_to(settings, args.path, out)
         if args.command == "models":
             from partwire.cli.models import print_models
 
@@ -73,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         return asyncio.run(run_prompt(args, settings))
     except PartwireError as exc:
-        err.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
         return 1
     except httpx.HTTPError as exc:
         err.print(f"[red]error:[/red] cannot reach the server: {exc}", highlight=False)

@@ -15,12 +15,20 @@ from partwire.cli.render import Renderer
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
 from partwire.schema.event import Event
+from partwire.storage import lock
 
 
 @contextlib.asynccontextmanager
-async def _server(attach: str | None, settings: Settings) -> AsyncIterator[str]:
+async def _server(attach: str | None, settings: Settings, console: Console) -> AsyncIterator[str]:
+    """The server to talk to: ``--attach``, else the one serving this data dir, else a
+    new one in this process (which then holds the data dir's lock)."""
     if attach:
         yield attach
+        return
+    running = lock.holder(settings.data_dir)
+    if running is not None and running.url:
+        console.print(f"[dim]attached to the running server {running.url}[/dim]")
+        yield running.url
         return
     from partwire.server.runner import serve_in_background
 
@@ -39,7 +47,10 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     auth = (
         (settings.server_username, settings.server_password) if settings.server_password else None
     )
-    async with _server(args.attach, settings) as url, PartwireClient(url, auth=auth) as client:
+    async with (
+        _server(args.attach, settings, Console(stderr=True)) as url,
+        PartwireClient(url, auth=auth) as client,
+    ):
         session = await (
             client.get_session(args.session) if args.session else client.create_session()
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 
 import uvicorn
 from fastapi import FastAPI
@@ -51,9 +51,29 @@ def _server(
     return cls(config, app.state.runtime)
 
 
-def serve(settings: Settings, host: str, port: int) -> None:
-    """Serve until interrupted (Ctrl-C)."""
-    _server(PartwireServer, settings, host, port, None).run()
+def serve(
+    settings: Settings, host: str, port: int, *, on_start: Callable[[], None] | None = None
+) -> None:
+    """Serve until interrupted (Ctrl-C). The runtime starts (data dir lock, database
+    checks, recovery) before uvicorn does, so a refusal raises here as one error."""
+
+    server = _server(PartwireServer, settings, host, port, None)
+
+    async def main() -> None:
+        await server.runtime.start()
+        server.runtime.advertise(f"http://{_connectable(host)}:{port}")
+        if on_start is not None:
+            on_start()
+        await server.serve()
+
+    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+        runner.run(main())
+
+
+def _connectable(host: str) -> str:
+    if host in ("0.0.0.0", "", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 @contextlib.asynccontextmanager
@@ -62,6 +82,7 @@ async def serve_in_background(
 ) -> AsyncIterator[str]:
     """Run a real server on ``host:port`` (0 = a free port) and yield its base URL."""
     server = _server(_EmbeddedServer, settings, host, port, app)
+    await server.runtime.start()
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -69,6 +90,7 @@ async def serve_in_background(
             raise RuntimeError("the server stopped before it started")
         await asyncio.sleep(0.01)
     bound = server.servers[0].sockets[0].getsockname()[1]
+    server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
     try:
         yield f"http://{host}:{bound}"
     finally:

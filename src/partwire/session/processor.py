@@ -9,13 +9,14 @@ written stay linear in the length of the text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from partwire import ids
-from partwire.errors import ProviderError
+from partwire.errors import ProviderError, StorageError
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest
 from partwire.schema.base import Tokens
@@ -143,6 +144,8 @@ class Processor:
             if task is not None:
                 task.uncancel()
             return await self.finish_aborted()
+        except StorageError as exc:
+            return await self._finish_unstored(exc)
         except ProviderError as exc:
             await self._close_open("error")
             self.message = self.message.model_copy(update={"error": message_error(exc)})
@@ -202,6 +205,19 @@ class Processor:
         await self._close_open("aborted")
         self.message = self.message.model_copy(update={"error": aborted_error()})
         return await self._complete()
+
+    async def _finish_unstored(self, exc: StorageError) -> AssistantMessage:
+        """The store refused a write (disk full, I/O error): stop the model call and end
+        the message with that error. The small message write goes first, as it is the
+        likeliest to fit; closing the parts is best effort (recovery closes what is left
+        at the next start). Nothing already committed is touched."""
+        self.abort.set()
+        await self.calls.cancel()
+        self.message = self.message.model_copy(update={"error": unknown_error(exc.message)})
+        finished = await self._complete()
+        with contextlib.suppress(StorageError):
+            await self._close_open("error")
+        return finished
 
     async def _complete(self) -> AssistantMessage:
         finished = self.message.model_copy(

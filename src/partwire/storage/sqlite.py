@@ -13,14 +13,22 @@ from pydantic import TypeAdapter
 
 from partwire import ids
 from partwire.bus import Bus
-from partwire.errors import IdConflictError, NotFoundError
+from partwire.errors import IdConflictError, NotFoundError, StorageError
 from partwire.schema.event import Draft, Event, PartDeltaProps, parse_event
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session
 from partwire.storage.base import EventLogGap
-from partwire.storage.migrations import migrate
+from partwire.storage.health import (
+    backup,
+    explain,
+    migration_backup_path,
+    problems,
+    refuse_newer,
+    schema_version,
+)
+from partwire.storage.migrations import LATEST_VERSION, migrate
 from partwire.storage.reading import load_messages
 from partwire.storage.recovery import recover
 from partwire.storage.writer import (
@@ -63,31 +71,55 @@ class SqliteStore:
         self.path = path
         self.bus = bus
         self.retain_events = retain_events
-        self._writer = Writer(lambda: _connect(self.path))
+        self._writer = Writer(lambda: _connect(self.path), self._storage_error)
         self._readers = threading.local()
         self._reader_conns: list[sqlite3.Connection] = []
         self._backlog = 0
         self._delivered = 0
+        # the last write failure (disk full, I/O error) until a batch commits again: a
+        # streaming delta then fails at once instead of queueing writes that cannot land
+        self.failure: StorageError | None = None
         self._open = False
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Check, back up (before a migration), migrate and recover the database, then
+        start the writer. Any problem is a StorageError naming the file; a database
+        found damaged or too new is not changed."""
         last_id = await asyncio.to_thread(self._prepare)
         self._writer.start(asyncio.get_running_loop(), self._deliver, last_id)
         self._open = True
 
     def _prepare(self) -> str | None:
-        conn = _connect(self.path)
         try:
-            migrate(conn)
-            last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
-            if last is not None:
-                ids.observe(last[0])
-            return recover(conn, last[0] if last else None)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = _connect(self.path)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise explain(self.path, exc) from None
+        try:
+            return self._check_and_upgrade(conn)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise explain(self.path, exc) from None
         finally:
             conn.close()
+
+    def _check_and_upgrade(self, conn: sqlite3.Connection) -> str | None:
+        found = problems(conn)
+        if found:
+            raise StorageError(
+                f"the database {self.path} is damaged ({found[0]}). Move it away and restore "
+                "a backup; `partwire db check` lists the problems"
+            )
+        version = schema_version(conn)
+        refuse_newer(self.path, version)
+        if 0 < version < LATEST_VERSION:
+            backup(conn, migration_backup_path(self.path, version))
+        migrate(conn)
+        last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
+        if last is not None:
+            ids.observe(last[0])
+        return recover(conn, last[0] if last else None)
 
     async def close(self) -> None:
         if not self._open:
@@ -97,6 +129,20 @@ class SqliteStore:
         for conn in self._reader_conns:
             conn.close()
         self._reader_conns.clear()
+
+    def _storage_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, IdTakenError) or not isinstance(exc, sqlite3.DatabaseError | OSError):
+            return exc
+        return explain(self.path, exc)
+
+    def _observe_delta(self, future: asyncio.Future[None]) -> None:
+        """Nobody awaits a delta's future unless the writer is behind: its failure is
+        kept in ``failure`` so that the next delta raises it."""
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if isinstance(exc, StorageError):
+            self.failure = exc
 
     @property
     def backlog(self) -> int:
@@ -112,6 +158,8 @@ class SqliteStore:
 
     def _deliver(self, batch: list[Write], events: list[Event]) -> None:
         self._backlog -= len(batch)
+        if any(isinstance(w, DeltaAppend) and w.future and not w.future.done() for w in batch):
+            self.failure = None  # deltas commit again
         self.bus.publish_many(events)
         for write in batch:
             if write.future is not None and not write.future.done():
@@ -157,7 +205,10 @@ class SqliteStore:
         return [] if row is None else _todo_list.validate_json(row[0])
 
     async def append_delta(self, delta: PartDeltaProps) -> None:
+        if self.failure is not None:
+            raise self.failure
         future = self._submit(DeltaAppend(delta=delta))
+        future.add_done_callback(self._observe_delta)
         if self._backlog > BACKLOG_HIGH_WATER:
             await future
 

@@ -183,8 +183,13 @@ Deliver = Callable[[list[Write], list[Event]], None]
 class Writer:
     """Owns the write connection and the thread that group-commits."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        describe: Callable[[BaseException], BaseException] = lambda exc: exc,
+    ) -> None:
         self._connect = connect
+        self._describe = describe  # turns a failed write's exception into what callers see
         self._queue: queue.SimpleQueue[Write | None] = queue.SimpleQueue()  # None = stop
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
@@ -279,7 +284,7 @@ class Writer:
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:
             if write.future is not None:
-                self._loop.call_soon_threadsafe(_fail, write.future, exc)
+                self._loop.call_soon_threadsafe(_fail, write.future, self._describe(exc))
         self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
 
 

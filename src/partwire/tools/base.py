@@ -102,6 +102,12 @@ class ToolContext:
     todos: TodoAccess = field(default_factory=_memory_todos)
     subtasks: Subtasks = _no_subtasks
 
+    @property
+    def idempotency_key(self) -> str:
+        """Stable for one tool call (its callID), also across a crash and a retry of the
+        same call: a tool with side effects may record it and refuse to repeat work."""
+        return self.call_id
+
     async def metadata(self, *, title: str | None = None, **values: Any) -> None:
         """Update the running tool part live (published as message.part.updated)."""
         await self.update_metadata(title, values)

@@ -1,0 +1,78 @@
+"""Checking a database before use, naming what is wrong, and online backups.
+
+Every problem becomes a :class:`StorageError` whose one-line message names the file
+and what to do; nothing here changes a database it finds wrong.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from partwire.errors import StorageError
+from partwire.storage.migrations import LATEST_VERSION
+
+
+def explain(path: Path, exc: BaseException) -> StorageError:
+    """A sqlite3 or OS error met while using ``path``, as an error a person can act on."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and "full" in text:
+        advice = "the disk (or the database's size limit) is full: free space, then retry"
+    elif isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "corrupt" in text
+    ):
+        advice = (
+            f"it is damaged ({text}). Move it away and restore a backup "
+            "(`partwire db backup PATH` makes one; migrations leave `*.bak-v*` copies)"
+        )
+    elif isinstance(exc, sqlite3.DatabaseError) and "readonly" in text:
+        advice = "it is read-only: fix its permissions or set PARTWIRE_DATA_DIR elsewhere"
+    elif isinstance(exc, OSError):
+        advice = (
+            f"{exc.strerror or exc}: fix the data dir's permissions or set "
+            "PARTWIRE_DATA_DIR to a writable directory"
+        )
+    else:
+        advice = f"{text}; `partwire db check` shows the details"
+    return StorageError(f"cannot use the database {path}: {advice}")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if found is None:
+        return 0
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0])
+
+
+def refuse_newer(path: Path, version: int) -> None:
+    if version > LATEST_VERSION:
+        raise StorageError(
+            f"the database {path} has schema version {version}, newer than this partwire "
+            f"knows ({LATEST_VERSION}): upgrade partwire, or set PARTWIRE_DATA_DIR to "
+            "another directory"
+        )
+
+
+def problems(conn: sqlite3.Connection, *, full: bool = False) -> list[str]:
+    """What SQLite's own check finds wrong ([] when the file is sound). ``full`` runs
+    integrity_check (also checks indexes against tables); otherwise quick_check."""
+    pragma = "integrity_check" if full else "quick_check"
+    rows = [row[0] for row in conn.execute(f"PRAGMA {pragma}(20)").fetchall()]
+    return [] if rows == ["ok"] else rows
+
+
+def backup(conn: sqlite3.Connection, destination: Path) -> None:
+    """A consistent copy of the open database, taken online (readers and the writer go on)."""
+    target = sqlite3.connect(destination)
+    try:
+        conn.backup(target)
+    finally:
+        target.close()
+
+
+def migration_backup_path(path: Path, version: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return path.with_name(f"{path.name}.bak-v{version}-{stamp}")

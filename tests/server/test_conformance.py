@@ -113,6 +113,10 @@ async def test_every_operation_answers_with_the_reference_shape(http: httpx.Asyn
             "application/json"
         ]["schema"]
         validate_schema(schema, response.json())
+        if path.endswith("/init"):  # answered exactly once, linked by parentID
+            history = (await http.get(f"/session/{ids['{s}']}/message")).json()
+            answers = [m for m in history if m["info"].get("parentID") == payload["messageID"]]
+            assert len(answers) == 1 and len(history) == 4
 
 
 async def test_every_route_has_a_conformance_case(http: httpx.AsyncClient) -> None:

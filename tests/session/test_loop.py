@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
+
+import pytest
 
 from partwire.providers.stream import (
     FinishStep,
@@ -19,7 +22,7 @@ from partwire.providers.stream import (
 )
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
-from partwire.schema.message import AssistantMessage, UserMessage
+from partwire.schema.message import AssistantMessage, AssistantWithParts, UserMessage
 from partwire.schema.part import ReasoningPart, StepFinishPart, TextPart, ToolPart
 from partwire.session import processor as processor_module
 from partwire.storage.sqlite import SqliteStore
@@ -184,10 +187,11 @@ async def test_prompts_to_a_busy_session_queue_and_all_resolve(
     first, second = await asyncio.gather(one, two)
     assert first.info.id == second.info.id
     history = await runtime.store.list_messages(sid)
+    # "two" arrived while the answer to "one" was already stored (the model was gated)
     roles = [m.info.role for m in history]
-    assert roles == ["user", "user", "assistant", "assistant"] or roles == [
-        "user", "assistant", "user", "assistant"
-    ]  # fmt: skip
+    assert roles == ["user", "assistant", "user", "assistant"]
+    parents = [getattr(m.info, "parent_id", None) for m in history]
+    assert parents == [None, history[0].info.id, None, history[2].info.id]
     assert len(model.requests) == 2
     assert [t.text for t in model.requests[1].messages if t.role == "user"] == ["one", "two"]  # type: ignore[union-attr]
 
@@ -297,3 +301,31 @@ async def test_finish_step_usage_accumulates_on_the_message(
         2,
     )
     assert result.info.tokens.total == 12
+
+
+async def test_a_prompt_arriving_after_the_last_decision_is_still_answered(
+    runtime: Runtime, model: ScriptedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window between a run's last decision and its end: a prompt attached to the
+    run there must be run, and its caller must get its own answer."""
+    model.enqueue(text_reply("first"), text_reply("second"))
+    sid = await new_session(runtime)
+    loop = runtime.loop
+    original = loop._steps
+    late: list[asyncio.Future[AssistantWithParts]] = []
+
+    async def steps_then_a_prompt_arrives(session_id: str, run: Any) -> Any:
+        final = await original(session_id, run)
+        if not late:  # the run has decided to stop; a prompt comes in before it exits
+            late.append(await loop.enqueue(session_id, prompt_body("two")))
+        return final
+
+    monkeypatch.setattr(loop, "_steps", steps_then_a_prompt_arrives)
+    first = await loop.prompt(sid, prompt_body("one"))
+    second = await asyncio.wait_for(late[0], 5)
+    history = await runtime.store.list_messages(sid)
+    assert [m.info.role for m in history] == ["user", "assistant", "user", "assistant"]
+    assert second.info.parent_id == history[2].info.id
+    assert [p.text for p in second.parts if isinstance(p, TextPart)] == ["second"]
+    assert first.info.id == second.info.id  # every waiter of the run gets its final answer
+    assert not loop.is_busy(sid)

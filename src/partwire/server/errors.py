@@ -25,7 +25,8 @@ def _field_path(loc: list[Any], body: Any) -> str:
     """The error location as a dotted path into the body, without union tag names.
 
     Pydantic puts the discriminator value of a tagged union into the location
-    (``parts.0.text.text``); walking the body tells a tag from a real key.
+    (``parts.0.text.text``), once per tagged object and before any key: the first step
+    that equals the object's tag is the tag, even when a key has the same name.
     """
     path: list[str] = []
     node = body
@@ -35,7 +36,6 @@ def _field_path(loc: list[Any], body: Any) -> str:
             node is not tag_skipped_for
             and isinstance(node, dict)
             and isinstance(step, str)
-            and step not in node
             and any(node.get(tag) == step for tag in _TAGS)
         )
         if is_tag:

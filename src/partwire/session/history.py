@@ -12,7 +12,15 @@ from partwire.providers.stream import (
     UserTurn,
 )
 from partwire.schema.message import AssistantMessage, MessageWithParts
-from partwire.schema.part import AgentPart, FilePart, ReasoningPart, TextPart, ToolPart
+from partwire.schema.part import (
+    AgentPart,
+    FilePart,
+    Part,
+    ReasoningPart,
+    RetryPart,
+    TextPart,
+    ToolPart,
+)
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import CLEARED, compaction_part, filter_compacted
@@ -45,14 +53,22 @@ def _user_turn(entry: MessageWithParts) -> UserTurn:
     return UserTurn(_user_text(entry), files)
 
 
+def since_last_retry(parts: list[Part]) -> list[Part]:
+    """The parts of the attempt that counted: a failed attempt's text and tool calls stay
+    in the message for people to see, but never reach the model again."""
+    retries = [i for i, part in enumerate(parts) if isinstance(part, RetryPart)]
+    return parts[retries[-1] + 1 :] if retries else parts
+
+
 def _assistant_turns(entry: MessageWithParts) -> list[Turn]:
-    text = "".join(p.text for p in entry.parts if isinstance(p, TextPart))
+    parts = since_last_retry(entry.parts)
+    text = "".join(p.text for p in parts if isinstance(p, TextPart))
     reasoning = tuple(
-        ReasoningRecord(p.text, p.metadata) for p in entry.parts if isinstance(p, ReasoningPart)
+        ReasoningRecord(p.text, p.metadata) for p in parts if isinstance(p, ReasoningPart)
     )
     calls: list[ToolCallRecord] = []
     results: list[Turn] = []
-    for part in entry.parts:
+    for part in parts:
         if not isinstance(part, ToolPart):
             continue
         state = part.state

@@ -21,11 +21,15 @@ from partwire.schema.event import (
     PartDeltaProps,
     PartRef,
     PartUpdatedProps,
+    PermissionRepliedProps,
+    QuestionRef,
+    QuestionRepliedProps,
     SessionInfo,
     SessionStatusProps,
 )
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
+from partwire.schema.permission import PermissionRequest, QuestionRequest
 from partwire.schema.session import Session, SessionStatus
 
 
@@ -35,6 +39,8 @@ class ClientState:
     session_status: dict[str, SessionStatus] = field(default_factory=dict)
     message: dict[str, list[Message]] = field(default_factory=dict)
     part: dict[str, list[Part]] = field(default_factory=dict)
+    permission: dict[str, PermissionRequest] = field(default_factory=dict)  # pending, by id
+    question: dict[str, QuestionRequest] = field(default_factory=dict)  # pending, by id
     last_event_id: str | None = None
 
     def load(self, session_id: str, messages: list[MessageWithParts]) -> None:
@@ -76,7 +82,26 @@ def _session_deleted(state: ClientState, props: SessionInfo) -> None:
 
 
 def _status(state: ClientState, props: SessionStatusProps) -> None:
-    state.session_status[props.session_id] = props.status
+    if props.status.type == "idle":  # as GET /session/status: only sessions at work
+        state.session_status.pop(props.session_id, None)
+    else:
+        state.session_status[props.session_id] = props.status
+
+
+def _permission_asked(state: ClientState, props: PermissionRequest) -> None:
+    state.permission[props.id] = props
+
+
+def _permission_replied(state: ClientState, props: PermissionRepliedProps) -> None:
+    state.permission.pop(props.request_id, None)
+
+
+def _question_asked(state: ClientState, props: QuestionRequest) -> None:
+    state.question[props.id] = props
+
+
+def _question_closed(state: ClientState, props: QuestionRef | QuestionRepliedProps) -> None:
+    state.question.pop(props.request_id, None)
 
 
 def _message_updated(state: ClientState, props: MessageInfo) -> None:
@@ -115,6 +140,11 @@ _REDUCERS: dict[str, Callable[[ClientState, Any], None]] = {
     "message.part.updated": _part_updated,
     "message.part.delta": _part_delta,
     "message.part.removed": _part_removed,
+    "permission.asked": _permission_asked,
+    "permission.replied": _permission_replied,
+    "question.asked": _question_asked,
+    "question.replied": _question_closed,
+    "question.rejected": _question_closed,
 }
 
 

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system sdk ui lint typecheck pytest bench wheel clean
+.PHONY: help serve test system sdk ui lint typecheck pytest reliability bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -63,6 +63,14 @@ typecheck: $(STAMP) ## mypy --strict on the package
 
 pytest: $(STAMP) ## Run the test suite
 	$(BIN)/pytest
+
+# The crash and resume suite at length (make test runs it short: 2 iterations per scenario).
+RELIABILITY_ITERATIONS ?= 13
+RELIABILITY_STORM_WORDS ?= 3000
+reliability: $(STAMP) ## kill -9 / resume suite, long run (RELIABILITY_ITERATIONS per scenario; PARTWIRE_RELIABILITY_SEED to replay)
+	PARTWIRE_RELIABILITY_ITERATIONS=$(RELIABILITY_ITERATIONS) \
+	PARTWIRE_RELIABILITY_STORM_WORDS=$(RELIABILITY_STORM_WORDS) \
+	  $(BIN)/pytest -s tests/reliability
 
 bench: $(STAMP) ui ## Benchmarks: demo streaming, a mock provider, the web UI in headless Chromium
 	$(BIN)/python bench/stream.py --words 1000 --words 10000

@@ -28,9 +28,18 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+# the only operations that answer 501, on purpose: features partwire does not have
+NOT_IMPLEMENTED = {
+    ("POST", "/session/{sessionID}/share"),
+    ("DELETE", "/session/{sessionID}/share"),
+    ("POST", "/mcp"),
+}
+
+
 def _check(case: schemathesis.Case, live_server: str) -> None:
     response = case.call(base_url=live_server, timeout=30)
-    allowed = response.status_code < 500 or response.status_code == 501  # 501: said on purpose
+    said_on_purpose = (case.method.upper(), case.path) in NOT_IMPLEMENTED
+    allowed = response.status_code < 500 or (response.status_code == 501 and said_on_purpose)
     assert allowed, f"{case.method} {case.formatted_path}: {response.text[:300]}"
     if response.status_code >= 400:
         kind = response.headers.get("content-type") or [""]

@@ -219,7 +219,11 @@ class SessionLoop:
             failure = exc
         finally:
             del self._runs[session_id]
-            await self.status.idle(session_id)
+            try:
+                await self.status.idle(session_id)
+            except Exception as exc:  # e.g. a full disk: the waiters must still be released
+                log.exception("session %s: could not publish idle", session_id)
+                failure = failure or exc
             for waiter in run.waiters:
                 if waiter.done():
                     continue

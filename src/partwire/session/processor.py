@@ -137,6 +137,7 @@ class Processor:
 
     async def run(self, request: ModelRequest) -> AssistantMessage:
         """Consume the stream, retrying retryable failures; on cancellation, end as aborted."""
+        self.store.clear_failure()
         try:
             await self._attempts(request)
         except asyncio.CancelledError:

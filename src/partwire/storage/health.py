@@ -38,6 +38,34 @@ def explain(path: Path, exc: BaseException) -> StorageError:
     return StorageError(f"cannot use the database {path}: {advice}")
 
 
+# Pages kept in reserve inside the database file: when the disk fills up, the writer
+# frees them so the writes that end the interrupted message (its error, its closed
+# parts) still fit. Put back at the next start.
+RESERVE_BYTES = 256 * 1024
+
+
+def keep_reserve(conn: sqlite3.Connection) -> None:
+    """Make sure the reserve row exists (skipped quietly when there is no room for it)."""
+    try:
+        with conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('reserve', zeroblob(?))",
+                (RESERVE_BYTES,),
+            )
+    except sqlite3.OperationalError as exc:
+        if "full" not in str(exc):
+            raise
+
+
+def release_reserve(conn: sqlite3.Connection) -> bool:
+    """Free the reserve's pages for the writes that follow; False when it is gone."""
+    try:
+        with conn:
+            return conn.execute("DELETE FROM meta WHERE key = 'reserve'").rowcount > 0
+    except sqlite3.OperationalError:
+        return False
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"

@@ -23,6 +23,7 @@ from partwire.storage.base import EventLogGap
 from partwire.storage.health import (
     backup,
     explain,
+    keep_reserve,
     migration_backup_path,
     problems,
     refuse_newer,
@@ -78,7 +79,7 @@ class SqliteStore:
         self._delivered = 0
         # the last write failure (disk full, I/O error) until a batch commits again: a
         # streaming delta then fails at once instead of queueing writes that cannot land
-        self.failure: StorageError | None = None
+        self.failure: StorageError | None = None  # sticky until clear_failure()
         self._open = False
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -116,6 +117,7 @@ class SqliteStore:
         if 0 < version < LATEST_VERSION:
             backup(conn, migration_backup_path(self.path, version))
         migrate(conn)
+        keep_reserve(conn)
         last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
         if last is not None:
             ids.observe(last[0])
@@ -134,6 +136,10 @@ class SqliteStore:
         if isinstance(exc, IdTakenError) or not isinstance(exc, sqlite3.DatabaseError | OSError):
             return exc
         return explain(self.path, exc)
+
+    def clear_failure(self) -> None:
+        """Forget the last delta failure: a new model call tries the disk again."""
+        self.failure = None
 
     def _observe_delta(self, future: asyncio.Future[None]) -> None:
         """Nobody awaits a delta's future unless the writer is behind: its failure is
@@ -158,8 +164,6 @@ class SqliteStore:
 
     def _deliver(self, batch: list[Write], events: list[Event]) -> None:
         self._backlog -= len(batch)
-        if any(isinstance(w, DeltaAppend) and w.future and not w.future.done() for w in batch):
-            self.failure = None  # deltas commit again
         self.bus.publish_many(events)
         for write in batch:
             if write.future is not None and not write.future.done():

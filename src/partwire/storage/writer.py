@@ -23,6 +23,7 @@ from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
 from partwire.schema.message import Message
 from partwire.schema.part import Part
 from partwire.schema.session import Session
+from partwire.storage.health import release_reserve
 
 log = logging.getLogger(__name__)
 
@@ -273,7 +274,10 @@ class Writer:
                     write.apply(ctx)
             except Exception as exc:
                 del ctx.events[before:]
+                ctx.last_event_id = ctx.events[-1].id if ctx.events else self.last_event_id
                 failed.append((write, exc))
+                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                    release_reserve(conn)  # room for the writes that end the message
         self._finish(ctx, batch, failed)
 
     def _finish(

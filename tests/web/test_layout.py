@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
-from playwright.async_api import Browser, Dialog, Page, expect
+from playwright.async_api import Browser, Dialog, Page, Route, expect
 
 from tests.web.actions import card, send, wait_idle
 
@@ -178,3 +183,42 @@ async def test_revert_restore_and_fork_from_a_user_message(page: Page) -> None:
     await expect(page.locator(".session-row")).to_have_count(2)
     await expect(page.locator(".message-user")).to_have_count(1)
     await expect(page.locator(".message-user")).to_contain_text("list")
+
+
+async def test_a_mention_sent_before_the_project_root_is_known_waits_for_it(
+    browser: Browser, base_url: str, web_project: Path
+) -> None:
+    """GET /path answers late: the prompt must still name the file inside the project."""
+    context = await browser.new_context(base_url=base_url, bypass_csp=True)
+    page = await context.new_page()
+    release = asyncio.Event()
+
+    async def late_path(route: Route) -> None:
+        await release.wait()
+        await route.continue_()
+
+    await page.route("**/path", late_path)
+    sent: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda r: sent.append(json.loads(r.post_data or "{}")) if "prompt_async" in r.url else None,
+    )
+    try:
+        await page.goto("/")
+        box = page.get_by_label("Prompt")
+        await box.press_sequentially("explain @app")
+        await expect(
+            page.get_by_role("listbox", name="Mentions").get_by_role("option")
+        ).to_contain_text(["src/app.py"])
+        await box.press("Enter")
+        await box.press("Enter")  # sent while /path is still unanswered
+        await page.wait_for_timeout(300)
+        assert sent == []  # the send waits for the project root
+        release.set()
+        await expect(page.locator(".message-user")).to_contain_text("explain @src/app.py")
+        await wait_idle(page)
+        [file_part] = [p for p in sent[0]["parts"] if p["type"] == "file"]
+        assert file_part["url"] == f"file://{web_project.resolve()}/src/app.py"
+        assert await page.locator(".toast").all_inner_texts() == []
+    finally:
+        await context.close()

@@ -76,6 +76,21 @@ SCENARIOS = {
 }
 
 
+# every class of violation the checks count (all reported, zeros included)
+CLASSES = (
+    "integrity-check",
+    "not-terminal",
+    "delta-seen-but-lost",
+    "resumed-state-differs",
+    "status-differs-or-busy",
+    "permission-ask-left-open",
+    "question-left-open",
+    "resume-needed-resync",
+    "restart-not-announced",
+    "new-prompt-failed",
+)
+
+
 async def _family(http: httpx.AsyncClient, sid: str) -> list[str]:
     children = (await http.get(f"/session/{sid}/children")).json()
     return [sid, *(child["id"] for child in children)]
@@ -172,7 +187,7 @@ async def test_kill_9_at_random_points_then_resume(tmp_path: Path, project: Path
     seed = int(os.environ.get("PARTWIRE_RELIABILITY_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
     served = Served(project, tmp_path / "state")
-    bad, notes = Violations(), Counter[str]()
+    bad, notes = Violations(dict.fromkeys(CLASSES, 0)), Counter[str]()
     plan = [name for name in SCENARIOS for _ in range(iterations)]
     rng.shuffle(plan)
     await served.start()

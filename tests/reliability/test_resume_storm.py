@@ -48,7 +48,11 @@ async def test_resume_storm_loses_and_repeats_nothing(tmp_path: Path, project: P
     rng = random.Random(seed)
     served = Served(project, tmp_path / "state", delay_ms=2)
     await served.start()
-    bad = Violations()
+    bad = Violations(
+        dict.fromkeys(
+            ("duplicate-event", "missing-event", "out-of-order", "resync", "state-differs"), 0
+        )
+    )
     try:
         witness = Follower(served.url)
         await witness.connect()

@@ -329,3 +329,26 @@ async def test_a_prompt_arriving_after_the_last_decision_is_still_answered(
     assert [p.text for p in second.parts if isinstance(p, TextPart)] == ["second"]
     assert first.info.id == second.info.id  # every waiter of the run gets its final answer
     assert not loop.is_busy(sid)
+
+
+async def test_a_tool_gets_its_call_id_as_an_idempotency_key(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    from pydantic import BaseModel
+
+    from partwire.tools.base import Tool, ToolContext, ToolResult
+    from partwire.tools.registry import register_tool
+
+    class NoArgs(BaseModel):
+        pass
+
+    async def keyed(args: NoArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult(title="keyed", output=ctx.idempotency_key)
+
+    register_tool(Tool(id="keyed", description="echoes its key", parameters=NoArgs, execute=keyed))
+    model.enqueue(tool_reply("keyed", {}, call_id="call_once"), text_reply("done"))
+    sid = await new_session(runtime)
+    await runtime.loop.prompt(sid, prompt_body("go"))
+    history = await runtime.store.list_messages(sid)
+    tool = next(p for m in history for p in m.parts if isinstance(p, ToolPart))
+    assert tool.call_id == "call_once" and tool.state.output == "call_once"  # type: ignore[union-attr]

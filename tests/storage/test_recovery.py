@@ -21,6 +21,7 @@ from partwire.schema.permission import PermissionRequest, QuestionRequest
 from partwire.schema.session import StatusBusy
 from partwire.schema.tool_state import RunningTime, ToolStatePending, ToolStateRunning
 from partwire.session.history import to_turns
+from partwire.storage.health import explain
 from partwire.storage.migrations import MIGRATIONS
 from partwire.storage.sqlite import SqliteStore
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
@@ -167,3 +168,13 @@ async def test_a_migration_backs_up_the_database_first(tmp_path: Path) -> None:
         assert copy.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 2
         assert copy.execute("SELECT COUNT(*) FROM message").fetchone()[0] == 2
     copy.close()
+
+
+def test_storage_errors_say_what_to_do() -> None:
+    path = Path("/data/partwire.db")
+    full = explain(path, sqlite3.OperationalError("database or disk is full"))
+    assert str(path) in full.message and "free space" in full.message
+    damaged = explain(path, sqlite3.DatabaseError("file is not a database"))
+    assert "damaged" in damaged.message and "backup" in damaged.message
+    denied = explain(path, PermissionError(13, "Permission denied"))
+    assert "Permission denied" in denied.message and "PARTWIRE_DATA_DIR" in denied.message

@@ -37,11 +37,11 @@ Action = Literal["allow", "ask", "deny"]
 @lru_cache(maxsize=1024)
 def _compile(pattern: str) -> re.Pattern[str]:
     body = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
-    return re.compile(body, re.DOTALL)
+    return re.compile(body)  # no DOTALL: a wildcard never crosses a newline
 
 
 def wildcard(pattern: str, text: str) -> bool:
-    """``*`` matches any run of characters (``/`` included), ``?`` one character.
+    """``*`` matches any run of characters but a newline (``/`` included), ``?`` one.
 
     A trailing `` *`` also matches nothing at all, so ``ls *`` allows a bare ``ls``.
     """
@@ -62,6 +62,7 @@ class _Pending:
     request: PermissionRequest
     rules: list[PermissionRule]
     future: asyncio.Future[tuple[PermissionReply, str | None]]
+    must_ask: bool = False
 
 
 class Permissions:
@@ -88,15 +89,21 @@ class Permissions:
         always: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
         tool: ToolRef | None = None,
+        must_ask: bool = False,
     ) -> None:
-        """Return when every pattern is allowed; raise when one is denied or rejected."""
+        """Return when every pattern is allowed; raise when one is denied or rejected.
+
+        ``must_ask`` (fail closed: the subject could not be checked) asks even when
+        every rule allows, and an "always" reply then adds no rule."""
         rules = await self._rules(session_id, agent_rules)
         actions = [evaluate(permission, pattern, rules) for pattern in patterns]
         for pattern, action in zip(patterns, actions, strict=True):
             if action == "deny":
                 raise PermissionDeniedError(permission, pattern)
-        if all(action == "allow" for action in actions):
+        if all(action == "allow" for action in actions) and not must_ask:
             return
+        if must_ask:
+            always = []
         request = PermissionRequest(
             id=ids.ascending("per"),
             session_id=session_id,
@@ -109,7 +116,7 @@ class Permissions:
         future: asyncio.Future[tuple[PermissionReply, str | None]] = (
             asyncio.get_running_loop().create_future()
         )
-        self._pending[request.id] = _Pending(request, list(agent_rules), future)
+        self._pending[request.id] = _Pending(request, list(agent_rules), future, must_ask)
         try:
             await self.store.publish([PermissionAsked(request)])
             reply, message = await future
@@ -160,6 +167,8 @@ class Permissions:
         for pending in [p for p in self._pending.values() if p.request.session_id == session_id]:
             rules = await self._rules(session_id, pending.rules)
             request = pending.request
+            if pending.must_ask:
+                continue
             if all(evaluate(request.permission, p, rules) == "allow" for p in request.patterns):
                 await self._settle(pending, "always", None)
 

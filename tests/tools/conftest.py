@@ -24,6 +24,7 @@ class Asks:
         *,
         always: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        must_ask: bool = False,
     ) -> None:
         self.asks.append((permission, list(patterns), metadata or {}))
         if permission in self.reject:

@@ -39,6 +39,7 @@ class _CallScope:
         *,
         always: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        must_ask: bool = False,
     ) -> None:
         await self.host.permissions.ask(
             session_id=self.session_id,
@@ -48,6 +49,7 @@ class _CallScope:
             always=always,
             metadata=metadata,
             tool=self.tool,
+            must_ask=must_ask,
         )
 
     async def questions(self, items: list[QuestionInfo]) -> list[list[str]]:

@@ -29,6 +29,7 @@ class Asker(Protocol):
         *,
         always: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        must_ask: bool = False,
     ) -> None: ...
 
 
@@ -51,6 +52,7 @@ async def allow_all(
     *,
     always: Sequence[str] | None = None,
     metadata: dict[str, Any] | None = None,
+    must_ask: bool = False,
 ) -> None:
     """The ask used outside a session (direct tool calls in tests): everything is allowed."""
     return None
@@ -119,9 +121,13 @@ class ToolContext:
         *,
         always: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        must_ask: bool = False,
     ) -> None:
-        """Return once allowed; raise PermissionDeniedError or RejectedError otherwise."""
-        await self.asker(permission, patterns, always=always, metadata=metadata)
+        """Return once allowed; raise PermissionDeniedError or RejectedError otherwise.
+
+        ``must_ask``: no allow rule applies (the subject could not be checked); deny
+        rules still do."""
+        await self.asker(permission, patterns, always=always, metadata=metadata, must_ask=must_ask)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ import contextlib
 import os
 import signal
 import time
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import resolve_path
-from partwire.tools.shell_words import prefix_pattern, simple_commands
+from partwire.tools.shell_words import analyze, prefix_pattern
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -70,12 +71,16 @@ async def _pump(
 
 
 async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
-    commands = simple_commands(args.command)
+    shell = analyze(args.command)
+    metadata: dict[str, Any] = {"description": args.description, "command": args.command}
+    if shell.opaque:
+        metadata["reason"] = f"asked every time: {shell.opaque}"
     await ctx.ask(
         "bash",
-        commands,
-        always=sorted({prefix_pattern(c) for c in commands}),
-        metadata={"description": args.description, "command": args.command},
+        shell.commands,
+        always=sorted({prefix_pattern(c) for c in shell.commands if c.split()}),
+        metadata=metadata,
+        must_ask=shell.opaque is not None,
     )
     cwd = await resolve_path(ctx, args.workdir, directory=True) if args.workdir else ctx.project_dir
     if not cwd.is_dir():

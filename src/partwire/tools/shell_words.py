@@ -1,44 +1,73 @@
-"""Splitting a shell command line into the simple commands a permission is asked for.
+"""What a shell command line runs, read with a real bash grammar (tree-sitter-bash).
 
-``ls && rm -rf build`` is two commands; a rule that allows ``ls *`` must not allow
-the ``rm`` riding along. Operators (``;``, ``&&``, ``||``, ``|``, ``&``), newlines
-and command substitutions (``$(…)``, backticks) all separate commands.
+``ls && rm -rf build`` is two commands; a rule that allows ``ls *`` must not allow the
+``rm`` riding along. Every simple command is found wherever it sits: in lists,
+pipelines, loops, and inside command substitutions. Fail closed: a line the grammar
+cannot parse, or one that runs code the simple-command view cannot show whole (a
+process substitution, a subshell, a brace group, a heredoc, a function definition,
+arithmetic), or one longer than :data:`MAX_COMMAND_CHARS`, is *opaque*: it is asked
+for every time and no allow rule matches it.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
+from dataclasses import dataclass
+from functools import cache
 
-_OPERATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;"})
-_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+# Longer lines are not parsed for permissions at all: they are always asked for.
+MAX_COMMAND_CHARS = 10_000
+
+_OPAQUE = {
+    "process_substitution": "a process substitution",
+    "subshell": "a subshell",
+    "compound_statement": "a brace group",
+    "heredoc_redirect": "a heredoc",
+    "function_definition": "a function definition",
+    "arithmetic_expansion": "arithmetic expansion",
+    "herestring_redirect": "a here-string",
+}
 
 
-def _split_line(line: str) -> list[str]:
-    # "<>" are punctuation too, so redirections like ">&2" and "2>&1" stay one token
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
-    lexer.whitespace_split = True
-    commands: list[list[str]] = [[]]
-    for token in lexer:
-        if token in _OPERATORS:
-            commands.append([])
-        else:
-            commands[-1].append(token)
-    return [" ".join(words) for words in commands if words]
+@dataclass(frozen=True)
+class ShellCommand:
+    commands: list[str]  # each simple command, in order, as written
+    opaque: str | None  # why no allow rule may match, or None
+
+
+@cache
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _walk(node: Node, commands: list[str], reasons: list[str]) -> None:
+    if node.type in _OPAQUE:
+        reasons.append(_OPAQUE[node.type])
+    if node.type == "command" and node.text is not None:
+        commands.append(node.text.decode(errors="replace").strip())
+    for child in node.children:
+        _walk(child, commands, reasons)
+
+
+def analyze(command: str) -> ShellCommand:
+    """The simple commands in ``command`` and, if it is opaque, why."""
+    line = command.strip()
+    if len(line) > MAX_COMMAND_CHARS:
+        return ShellCommand([line[:200] + " …"], f"longer than {MAX_COMMAND_CHARS} characters")
+    tree = _parser().parse(line.encode())
+    commands: list[str] = []
+    reasons: list[str] = []
+    _walk(tree.root_node, commands, reasons)
+    if tree.root_node.has_error:
+        reasons.insert(0, "it cannot be parsed")
+    return ShellCommand(commands or [line], ", ".join(dict.fromkeys(reasons)) or None)
 
 
 def simple_commands(command: str) -> list[str]:
-    """Each simple command in ``command``, in order (the whole line if it cannot be parsed)."""
-    found: list[str] = []
-    for inner in _SUBSTITUTION.findall(command):
-        found += simple_commands(inner[0] or inner[1])
-    outer = _SUBSTITUTION.sub(" ", command)
-    try:
-        for line in outer.splitlines():
-            found += _split_line(line)
-    except ValueError:  # unbalanced quotes: ask for the line as it is
-        return [command.strip()]
-    return [c for c in found if c] or [command.strip()]
+    """Each simple command in ``command``, in order (the whole line if it has none)."""
+    return analyze(command).commands
 
 
 def prefix_pattern(simple: str) -> str:

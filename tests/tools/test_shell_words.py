@@ -24,7 +24,7 @@ from partwire.tools.shell_words import MAX_COMMAND_CHARS, analyze, simple_comman
         ("echo 'a && b'", ["echo 'a && b'"]),
         ("echo $(rm -rf x) `whoami`", ["echo $(rm -rf x) `whoami`", "rm -rf x", "whoami"]),
         ("cd src\npytest -q", ["cd src", "pytest -q"]),
-        ("make 2>&1 | tee log", ["make", "tee log"]),
+        ("make 2>&1 | tee log", ["make 2>&1", "tee log"]),
         ("for f in *.py; do wc -l $f; done", ["wc -l $f"]),
     ],
 )

@@ -45,8 +45,10 @@ def _parser() -> Parser:
 def _walk(node: Node, commands: list[str], reasons: list[str]) -> None:
     if node.type in _OPAQUE:
         reasons.append(_OPAQUE[node.type])
-    if node.type == "command" and node.text is not None:
-        commands.append(node.text.decode(errors="replace").strip())
+    if node.type == "command":
+        # a command's redirections belong to it: "echo x > f" is asked for whole
+        whole = node.parent if node.parent and node.parent.type == "redirected_statement" else node
+        commands.append((whole.text or b"").decode(errors="replace").strip())
     for child in node.children:
         _walk(child, commands, reasons)
 

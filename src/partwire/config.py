@@ -79,6 +79,8 @@ class Settings:
     server_username: str = "partwire"
     server_password: str | None = field(default=None, repr=False)
     cors_origins: tuple[str, ...] = ()
+    # host names the server is reached by besides loopback ones (server.hosts, --hostname)
+    allowed_hosts: tuple[str, ...] = ()
     subscriber_queue: int = 10_000
 
     def reload(self) -> Settings:
@@ -227,6 +229,7 @@ def load_settings(
         server_username=source.get("PARTWIRE_SERVER_USERNAME") or "partwire",
         server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
         cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
+        allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
     )
 
 

@@ -12,7 +12,7 @@ from partwire.server import ui
 
 async def _get(app: FastAPI, path: str) -> httpx.Response:
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
         return await http.get(path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                 err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
                 err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
 
+            if not is_loopback(args.hostname) and args.hostname not in ("0.0.0.0", "::"):
+                hosts = (*settings.allowed_hosts, args.hostname)
+                settings = dataclasses.replace(settings, allowed_hosts=hosts)
             serve(settings, args.hostname, args.port, on_start=banner)
             return 0
         if args.command == "db":

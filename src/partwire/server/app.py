@@ -13,6 +13,7 @@ from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse, ui
 from partwire.server.auth import BasicAuth
+from partwire.server.guard import RequestGuard
 from partwire.server.limits import BodyLimit
 from partwire.server.routes import (
     actions,
@@ -40,6 +41,8 @@ def _protect(app: FastAPI, settings: Settings) -> None:
         app.add_middleware(
             BasicAuth, username=settings.server_username, password=settings.server_password
         )
+    # outermost: a request from a foreign Host or Origin is refused before anything else
+    app.add_middleware(RequestGuard, hosts=settings.allowed_hosts, origins=settings.cors_origins)
 
 
 def _index(app: FastAPI) -> None:

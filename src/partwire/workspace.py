@@ -6,13 +6,20 @@ Blocking (file system, git) by design: callers run these in a worker thread.
 from __future__ import annotations
 
 import base64
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.tools.paths import IGNORED_DIRS, is_ignored
+from partwire.tools.textsearch import (
+    Deadline,
+    PatternError,
+    compile_pattern,
+    contained,
+    finditer,
+    text_files,
+)
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 FIND_LIMIT = 200
@@ -112,42 +119,65 @@ def status(project: Path) -> list[dict[str, Any]]:
     return changed
 
 
-def _files(project: Path) -> list[Path]:
+def _entries(project: Path) -> list[Path]:
+    """Files and folders of the project whose real path stays inside it."""
     root = project.resolve()
-    return [p for p in root.rglob("*") if not is_ignored(p.relative_to(root))]
+    return [
+        p for p in root.rglob("*") if not is_ignored(p.relative_to(root)) and contained(root, p)
+    ]
+
+
+def fuzzy_window(query: str, name: str) -> int | None:
+    """The length of a short window of ``name`` holding ``query``'s characters in order,
+    or None. Linear in the name's length: no regex, so no pattern can be slow."""
+    end = 0
+    for char in query:
+        found = name.find(char, end)
+        if found < 0:
+            return None
+        end = found + 1
+    start = end
+    for char in reversed(query):  # walk back from the end for the tightest start
+        start = name.rfind(char, 0, start)
+    return end - start
 
 
 def find_files(project: Path, query: str, *, dirs: bool, limit: int) -> list[str]:
     """Paths whose name contains the query's characters in order (fuzzy), best first."""
     root = project.resolve()
-    pattern = re.compile(".*?".join(re.escape(c) for c in query.lower()))
+    wanted = query.lower()
     scored = []
-    for path in _files(project):
+    for path in _entries(project):
         if path.is_dir() and not dirs:
             continue
         name = path.relative_to(root).as_posix()
-        match = pattern.search(name.lower())
-        if match:
-            scored.append((match.end() - match.start(), len(name), name))
+        window = fuzzy_window(wanted, name.lower())
+        if window is not None:
+            scored.append((window, len(name), name))
     return [name for _, _, name in sorted(scored)[:limit]]
 
 
 def find_text(project: Path, pattern: str) -> list[dict[str, Any]]:
+    """Lines matching ``pattern`` (time-limited, see tools/textsearch); call from a worker."""
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+        compiled = compile_pattern(pattern)
+        return _find_text(project, compiled, Deadline())
+    except PatternError as exc:
         raise BadRequestError(f"pattern: {exc}", field="pattern", kind="Query") from None
+
+
+def _find_text(project: Path, compiled: Any, deadline: Deadline) -> list[dict[str, Any]]:
     root = project.resolve()
     matches: list[dict[str, Any]] = []
-    for path in _files(project):
-        if not path.is_file() or len(matches) >= FIND_LIMIT:
-            continue
+    for path in text_files(root):
+        if len(matches) >= FIND_LIMIT:
+            break
         data = path.read_bytes()
         if b"\0" in data[:8192]:
             continue
         offset = 0
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(True), 1):
-            found = list(regex.finditer(line))
+            found = list(finditer(compiled, line, deadline))
             if found:
                 matches.append(
                     {

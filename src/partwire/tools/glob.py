@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import is_ignored, relative, resolve_path
+from partwire.tools.textsearch import contained
 
 LIMIT = 100
 
@@ -22,7 +23,11 @@ class GlobParams(BaseModel):
 def _match(root: Path, pattern: str) -> list[Path]:
     if pattern.startswith("/") or ".." in Path(pattern).parts:
         raise ToolError(f"Pattern {pattern} must be relative and stay inside the searched folder.")
-    found = [p for p in root.glob(pattern) if p.is_file() and not is_ignored(p.relative_to(root))]
+    found = [
+        p
+        for p in root.glob(pattern)
+        if p.is_file() and not is_ignored(p.relative_to(root)) and contained(root, p)
+    ]
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 

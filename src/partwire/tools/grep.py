@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
-from partwire.tools.paths import is_ignored, relative, resolve_path
+from partwire.tools.paths import relative, resolve_path
+from partwire.tools.textsearch import Deadline, PatternError, compile_pattern, finditer, text_files
 
 LIMIT = 100
 MAX_LINE = 2000
@@ -25,6 +25,9 @@ class GrepParams(BaseModel):
     include: str | None = Field(default=None, description='File glob to search, e.g. "*.py"')
 
 
+RIPGREP_SECONDS = 60.0
+
+
 async def _ripgrep(rg: str, pattern: str, root: Path, include: str | None) -> list[Match]:
     command = [rg, "--line-number", "--with-filename", "--no-heading", "--color", "never"]
     if include:
@@ -34,7 +37,12 @@ async def _ripgrep(rg: str, pattern: str, root: Path, include: str | None) -> li
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await process.communicate()
+    try:  # ripgrep's engine is linear-time, but a huge tree still gets a time limit
+        out, err = await asyncio.wait_for(process.communicate(), RIPGREP_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise ToolError(f"grep took longer than {RIPGREP_SECONDS:g} s; narrow the path") from None
     if process.returncode not in (0, 1):
         raise ToolError(f"grep failed: {err.decode(errors='replace').strip()}")
     found: list[Match] = []
@@ -48,20 +56,19 @@ async def _ripgrep(rg: str, pattern: str, root: Path, include: str | None) -> li
 
 def _python(pattern: str, root: Path, include: str | None) -> list[Match]:
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression {pattern!r}: {exc}") from None
-    found: list[Match] = []
-    for path in root.rglob(include or "*"):
-        if not path.is_file() or is_ignored(path.relative_to(root)):
-            continue
-        data = path.read_bytes()
-        if b"\0" in data[:8192]:
-            continue
-        for number, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if regex.search(text):
-                found.append((path, number, text))
-    return found
+        compiled = compile_pattern(pattern)
+        deadline = Deadline()
+        found: list[Match] = []
+        for path in text_files(root, include or "*"):
+            data = path.read_bytes()
+            if b"\0" in data[:8192]:
+                continue
+            for number, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if next(finditer(compiled, text, deadline), None) is not None:
+                    found.append((path, number, text))
+        return found
+    except PatternError as exc:
+        raise ToolError(f"grep {pattern!r}: {exc}") from None
 
 
 def _render(matches: list[Match], ctx: ToolContext) -> str:

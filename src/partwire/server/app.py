@@ -14,7 +14,7 @@ from partwire.runtime import Runtime
 from partwire.server import errors, sse, ui
 from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
-from partwire.server.limits import BodyLimit
+from partwire.server.limits import BodyLimit, UnicodeGuard
 from partwire.server.routes import (
     actions,
     agent,
@@ -36,6 +36,7 @@ def _protect(app: FastAPI, settings: Settings) -> None:
             allow_headers=["*"],
             allow_credentials=True,
         )
+    app.add_middleware(UnicodeGuard)
     app.add_middleware(BodyLimit)
     if settings.server_password:
         app.add_middleware(

@@ -1,8 +1,11 @@
-"""Request body size limit: larger bodies get a 413 with a JSON error, before any route runs."""
+"""Request bodies, before any route runs: larger than the limit is a 413, and text that
+is not valid Unicode is a 400 naming the field (both with a JSON error body)."""
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,3 +61,78 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": _too_large(self.limit)})
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def lone_surrogate(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first string (or key) in ``value`` that is not valid
+    Unicode (a lone surrogate such as ``"\\ud800"``), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "body"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            found = lone_surrogate(key, where) or lone_surrogate(item, where)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = lone_surrogate(item, f"{path}.{index}" if path else str(index))
+            if found:
+                return found
+    return None
+
+
+class UnicodeGuard:
+    """A JSON body holding text that is not valid Unicode (a lone surrogate escape, which
+    JSON allows and UTF-8 cannot store) is a 400 naming the field, before any route runs.
+    Only bodies that contain a surrogate escape at all are parsed here."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[Message] = []
+        while True:
+            message = await receive()
+            chunks.append(message)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        body = b"".join(m.get("body", b"") for m in chunks)
+        field = None
+        if _SURROGATE_ESCAPE.search(body):
+            try:
+                field = lone_surrogate(json.loads(body))
+            except ValueError:
+                field = None  # not JSON: the route's own parsing says so
+        if field is not None:
+            await _bad_unicode(send, field)
+            return
+
+        async def replay() -> Message:
+            return chunks.pop(0) if chunks else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _bad_unicode(send: Send, field: str) -> None:
+    message = f"{field}: not valid Unicode text (it holds a lone surrogate)"
+    body = {"name": "BadRequest", "data": {"message": message, "kind": "Body", "field": field}}
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})

@@ -2,9 +2,15 @@
 
 Sources, later ones winning: the user's ``partwire.json`` (user config dir, or
 ``PARTWIRE_CONFIG_DIR``), the project's ``partwire.json``, environment variables,
-explicit arguments. String values may say ``{env:NAME}`` to take a secret from
-the environment. ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable those
+explicit arguments. ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable those
 providers without a file.
+
+Secrets: only the secret fields (``options.apiKey`` and ``options.headers``) may say
+``{env:NAME}``; everywhere else such text is kept as written, so no route can read an
+environment variable back. A project's ``partwire.json`` is not trusted (it comes
+with whatever was cloned): a key from the environment or the user's config is never
+sent to a ``baseURL`` the project names, unless the user's own config lists that URL
+in ``trustedBaseURLs``.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ class ProviderConfig:
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout_s: float = 600.0
     models: dict[str, ModelConfig] = field(default_factory=dict)
+    # why this provider may not be used (its key would go to an untrusted base URL)
+    blocked: str | None = None
 
 
 DEFAULT_HOST = "127.0.0.1"
@@ -131,8 +139,7 @@ def _read(path: Path, env: dict[str, str]) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a JSON object")
-    result: dict[str, Any] = _substitute(data, env, path)
-    return result
+    return data
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +166,46 @@ def _model(model_id: str, raw: Any) -> ModelConfig:
     )
 
 
-def _provider(provider_id: str, raw: dict[str, Any], env: dict[str, str]) -> ProviderConfig:
+@dataclass(frozen=True)
+class _Trust:
+    """What the project's (untrusted) config says about a provider, and the user's list."""
+
+    project_options: dict[str, Any] = field(default_factory=dict)
+    trusted_urls: frozenset[str] = frozenset()
+
+
+def _secret(value: Any, env: dict[str, str], where: str) -> Any:
+    """``{env:NAME}`` substituted, in a secret field only."""
+    return _substitute(value, env, Path(where)) if isinstance(value, str) else value
+
+
+def _blocked(
+    provider_id: str, options: dict[str, Any], env: dict[str, str], trust: _Trust
+) -> str | None:
+    """Why the key may not go to the base URL: the project names the URL, and the key
+    (or a header secret) comes from the environment or from the user's config."""
+    base_url = trust.project_options.get("baseURL")
+    if not base_url or str(base_url).rstrip("/") in trust.trusted_urls:
+        return None
+    own_key = trust.project_options.get("apiKey")
+    env_sourced = (
+        own_key is None  # the user's key, from the user config or the environment
+        or bool(_ENV_REF.search(str(own_key)))
+        or any(_ENV_REF.search(str(v)) for v in (options.get("headers") or {}).values())
+    )
+    if not env_sourced:
+        return None  # the project's own literal key, to the project's own server
+    return (
+        f"the project's partwire.json points provider {provider_id} at {base_url}, and the "
+        "key for it would come from your environment or your own config; partwire does "
+        "not send it there. If you trust that server, add "
+        f'"trustedBaseURLs": ["{str(base_url).rstrip("/")}"] to your user partwire.json'
+    )
+
+
+def _provider(
+    provider_id: str, raw: dict[str, Any], env: dict[str, str], trust: _Trust | None = None
+) -> ProviderConfig:
     default_api: Api = (
         "anthropic"
         if provider_id == "anthropic"
@@ -169,25 +215,38 @@ def _provider(provider_id: str, raw: dict[str, Any], env: dict[str, str]) -> Pro
     if api not in APIS:
         raise ConfigError(f"provider.{provider_id}.api is {api!r}; use one of {', '.join(APIS)}")
     options = raw.get("options") or {}
-    key = options.get("apiKey") or env.get(_KEY_ENV.get(provider_id, ""))
+    where = f"provider.{provider_id}.options"
+    blocked = _blocked(provider_id, options, env, trust or _Trust())
+    key = _secret(options.get("apiKey"), env, where) or env.get(_KEY_ENV.get(provider_id, ""))
+    headers = {k: str(_secret(v, env, where)) for k, v in (options.get("headers") or {}).items()}
     timeout = options.get("timeout")
     return ProviderConfig(
         id=provider_id,
         api=api,
-        api_key=key,
+        api_key=None if blocked else key,
         base_url=options.get("baseURL"),
-        headers=dict(options.get("headers") or {}),
+        headers={} if blocked else headers,
+        blocked=blocked,
         timeout_s=float(timeout) / 1000 if timeout else 600.0,
         models={mid: _model(mid, m) for mid, m in (raw.get("models") or {}).items()},
     )
 
 
-def _providers(config: dict[str, Any], env: dict[str, str]) -> dict[str, ProviderConfig]:
+def _providers(
+    config: dict[str, Any], env: dict[str, str], project: dict[str, Any], user: dict[str, Any]
+) -> dict[str, ProviderConfig]:
     raw_providers = dict(config.get("provider") or {})
     for provider_id, variable in _KEY_ENV.items():
         if env.get(variable):
             raw_providers.setdefault(provider_id, {})
-    return {pid: _provider(pid, raw or {}, env) for pid, raw in raw_providers.items()}
+    trusted = frozenset(str(u).rstrip("/") for u in user.get("trustedBaseURLs") or ())
+    project_providers = project.get("provider") or {}
+
+    def trust(pid: str) -> _Trust:
+        options = (project_providers.get(pid) or {}).get("options") or {}
+        return _Trust(project_options=options, trusted_urls=trusted)
+
+    return {pid: _provider(pid, raw or {}, env, trust(pid)) for pid, raw in raw_providers.items()}
 
 
 def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
@@ -208,8 +267,12 @@ def load_settings(
     project = (project_dir or Path.cwd()).resolve()
     files = config_paths(project, source)
     config: dict[str, Any] = {}
+    layers: dict[Path, dict[str, Any]] = {}
     for path in files:
-        config = merge(config, _read(path, source))
+        layers[path] = _read(path, source)
+        config = merge(config, layers[path])
+    project_layer = layers.get(project / CONFIG_FILE, {})
+    user_layer = next((v for k, v in layers.items() if k != project / CONFIG_FILE), {})
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
@@ -222,7 +285,7 @@ def load_settings(
             _float_env(source, "PARTWIRE_EVENT_LOG_RETAIN", DEFAULT_EVENT_LOG_RETAIN)
         ),
         default_model=source.get("PARTWIRE_MODEL") or config.get("model") or "demo/demo",
-        providers=_providers(config, source),
+        providers=_providers(config, source, project_layer, user_layer),
         config_files=tuple(files),
         raw_config=config,
         source_env=source,
@@ -236,14 +299,20 @@ def load_settings(
 REDACTED = "[redacted]"
 
 
+def _shown(value: Any) -> Any:
+    """A secret as GET /config shows it: an ``{env:NAME}`` reference as written (it names
+    a variable, not its value), anything else redacted."""
+    return value if isinstance(value, str) and _ENV_REF.fullmatch(value) else REDACTED
+
+
 def redact(config: dict[str, Any]) -> dict[str, Any]:
-    """The config with every secret replaced (API keys, header values)."""
+    """The config as written, with every secret replaced (API keys, header values)."""
     result: dict[str, Any] = {}
     for key, value in config.items():
         if key == "apiKey" and isinstance(value, str):
-            result[key] = REDACTED
+            result[key] = _shown(value)
         elif key == "headers" and isinstance(value, dict):
-            result[key] = {name: REDACTED for name in value}
+            result[key] = {name: _shown(v) for name, v in value.items()}
         elif isinstance(value, dict):
             result[key] = redact(value)
         else:
@@ -266,6 +335,6 @@ def write_project_config(settings: Settings, patch: dict[str, Any]) -> Path:
     path = settings.project_dir / CONFIG_FILE
     current: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     merged = merge(current, _drop_redacted(patch))
-    _providers(_substitute(merged, settings.source_env, path), settings.source_env)
+    _providers(merged, settings.source_env, merged, {})
     path.write_text(json.dumps(merged, indent=2) + "\n")
     return path

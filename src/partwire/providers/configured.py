@@ -13,6 +13,7 @@ from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from partwire.config import ProviderConfig, Settings
+from partwire.errors import ProviderError
 from partwire.providers.base import LanguageModel
 from partwire.providers.library import LibraryModel
 from partwire.providers.registry import register_provider
@@ -39,7 +40,12 @@ class ProviderClient:
             return OpenAIResponsesModel(model_id, provider=provider)
         return OpenAIChatModel(model_id, provider=provider)
 
+    def _refuse_if_blocked(self) -> None:
+        if self.config.blocked:
+            raise ProviderError(self.config.blocked, kind="auth", provider_id=self.config.id)
+
     def _openai_client(self) -> AsyncOpenAI:
+        self._refuse_if_blocked()
         if self._openai is None:
             self._openai = AsyncOpenAI(
                 api_key=self.config.api_key or "not-needed",  # local servers need no key
@@ -51,6 +57,7 @@ class ProviderClient:
         return self._openai
 
     def _anthropic_client(self) -> AsyncAnthropic:
+        self._refuse_if_blocked()
         if self._anthropic is None:
             self._anthropic = AsyncAnthropic(
                 api_key=self.config.api_key or "",

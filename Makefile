@@ -72,10 +72,11 @@ reliability: $(STAMP) ## kill -9 / resume suite, long run (RELIABILITY_ITERATION
 	PARTWIRE_RELIABILITY_STORM_WORDS=$(RELIABILITY_STORM_WORDS) \
 	  $(BIN)/pytest -s tests/reliability
 
-bench: $(STAMP) ui ## Benchmarks: demo streaming, a mock provider, the web UI in headless Chromium
+bench: $(STAMP) ui ## Benchmarks: demo streaming, a mock provider, the web UI in headless Chromium, replay memory
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
 	$(BIN)/python bench/provider.py --words 10000
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
+	$(BIN)/python bench/replay.py --events 90000
 
 wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .

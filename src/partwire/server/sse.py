@@ -55,21 +55,46 @@ def global_framer(directory: str) -> Framer:
     return framed
 
 
-async def _replay(
-    runtime: Runtime, last_id: str, frame: Framer = frame
-) -> tuple[list[str], str | None]:
+# Replay reads the log in pages of this many events, each framed and sent before the
+# next is read: a client that does not read holds up only its own page.
+REPLAY_PAGE = 500
+# A client further behind than this is told to reload over HTTP instead of replaying.
+MAX_REPLAY_EVENTS = 50_000
+
+
+def _resync(last_id: str, oldest: str | None, message: str) -> Event:
+    props = ResyncProps(last_event_id=last_id, oldest_event_id=oldest, message=message)
+    return ServerResync(props).with_id(ids.event_id())
+
+
+async def _replay(runtime: Runtime, last_id: str, frame: Framer) -> AsyncIterator[str | None]:
+    """Frames of the logged events after ``last_id``, a page at a time; the last item is
+    the id to go on from (None after a resync)."""
+    store = runtime.store
     try:
-        backlog = await runtime.store.events_after(last_id)
-    except EventLogGap as gap:
-        resync = ServerResync(
-            ResyncProps(
-                last_event_id=last_id,
-                oldest_event_id=gap.oldest,
-                message="Events since your last id are no longer kept; reload state over HTTP.",
+        behind = await store.events_behind(last_id)
+        if behind > MAX_REPLAY_EVENTS:
+            message = (
+                f"You are {behind} events behind (more than {MAX_REPLAY_EVENTS}); "
+                "reload state over HTTP."
             )
-        ).with_id(ids.event_id())
-        return [frame(resync)], None
-    return [frame(e) for e in backlog], backlog[-1].id if backlog else last_id
+            yield frame(_resync(last_id, None, message))
+            yield None
+            return
+        cursor = last_id
+        while True:
+            page = await store.log_page(cursor, REPLAY_PAGE)
+            if page:
+                cursor = page[-1].id
+                yield "".join(frame(e) for e in page)
+            if len(page) < REPLAY_PAGE:
+                break
+    except EventLogGap as gap:
+        message = "Events since your last id are no longer kept; reload state over HTTP."
+        yield frame(_resync(last_id, gap.oldest, message))
+        yield None
+        return
+    yield cursor
 
 
 def _fell_behind(sent: str | None) -> Event:
@@ -88,9 +113,11 @@ async def stream_events(
         yield frame(ServerConnected(connected).with_id(ids.event_id()))
         sent = last_id
         if last_id:
-            frames, sent = await _replay(runtime, last_id, frame)
-            if frames:
-                yield "".join(frames)
+            async for item in _replay(runtime, last_id, frame):
+                if item is None or item.startswith("evt_"):
+                    sent = item  # the replay's end: where live events go on from
+                else:
+                    yield item
         heartbeat = runtime.settings.heartbeat_s
         while True:
             try:

@@ -64,6 +64,16 @@ class Store(Protocol):
     async def snapshot_messages(
         self, session_id: str, *, limit: int | None = None, before: str | None = None
     ) -> tuple[list[MessageWithParts], str | None]: ...
+    async def events_behind(self, event_id: str) -> int:
+        """How many logged events follow ``event_id``; EventLogGap if the log lacks it."""
+        ...
+
+    async def log_page(self, event_id: str, limit: int) -> list[Event]:
+        """Up to ``limit`` logged events after ``event_id`` as stored (for replay: their
+        ``json`` is the wire form, their properties are not parsed); EventLogGap if the
+        log lacks ``event_id``."""
+        ...
+
     async def events_after(self, event_id: str | None) -> list[Event]:
         """Logged events after ``event_id`` (None: from the start) in order; EventLogGap
         when the log does not hold that id (pruned, or never logged here)."""

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import IdConflictError, NotFoundError, StorageError
-from partwire.schema.event import Draft, Event, PartDeltaProps, parse_event
+from partwire.schema.event import Draft, Empty, Event, PartDeltaProps, parse_event
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.permission import Todo
@@ -293,6 +293,36 @@ class SqliteStore:
 
         return await self._read(query)
 
+    def _seq_of(self, conn: sqlite3.Connection, event_id: str) -> int:
+        row = conn.execute("SELECT seq FROM event_log WHERE id = ?", (event_id,)).fetchone()
+        if row is None:  # pruned, or never ours
+            oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
+            raise EventLogGap(oldest[0] if oldest else None)
+        return int(row[0])
+
+    async def events_behind(self, event_id: str) -> int:
+        """How many logged events follow ``event_id``; EventLogGap if the log lacks it."""
+
+        def query(conn: sqlite3.Connection) -> int:
+            seq = self._seq_of(conn, event_id)
+            sql = "SELECT COUNT(*) FROM event_log WHERE seq > ?"
+            return int(conn.execute(sql, (seq,)).fetchone()[0])
+
+        return await self._read(query)
+
+    async def log_page(self, event_id: str, limit: int) -> list[Event]:
+        """Up to ``limit`` logged events after ``event_id``, unparsed (for replay)."""
+
+        def query(conn: sqlite3.Connection) -> list[Event]:
+            seq = self._seq_of(conn, event_id)
+            rows = conn.execute(
+                "SELECT id, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            ).fetchall()
+            return [_logged(row) for row in rows]
+
+        return await self._read(query)
+
     async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: sqlite3.Connection) -> list[Event]:
             if event_id is None:  # from the start, unless the start was pruned
@@ -310,6 +340,15 @@ class SqliteStore:
             return [parse_event(row[0]) for row in rows]
 
         return await self._read(query)
+
+
+def _logged(row: tuple[str, str, str]) -> Event:
+    """A logged event as stored, for framing only: its wire JSON, not parsed again."""
+    event_id, kind, payload = row
+    return Event(event_id, kind, _UNPARSED, json=payload)
+
+
+_UNPARSED = Empty()
 
 
 class _Prune(Write):

@@ -7,7 +7,8 @@
     │   ├── NotFoundError          an id that does not exist (404)
     │   ├── BadRequestError        malformed or empty input (400)
     │   ├── SessionBusyError       the operation needs an idle session (409)
-    │   └── IdConflictError        a client-chosen id is already in use (409)
+    │   ├── IdConflictError        a client-chosen id is already in use (409)
+    │   └── TooManyRequestsError   a client passed a quota (429)
     ├── ToolError                  goes back to the model as a tool `error` state
     │   ├── ToolArgumentsError     the model's arguments did not validate
     │   ├── PermissionDeniedError  a rule denies the action (the loop goes on)
@@ -71,6 +72,11 @@ class IdConflictError(UserError):
         super().__init__(f"{field}: {identifier} is already in use; send a new id or none")
         self.field = field
         self.identifier = identifier
+
+
+class TooManyRequestsError(UserError):
+    status_code = 429
+    name = "TooManyRequests"
 
 
 class ToolError(PartwireError):

@@ -20,6 +20,7 @@ from partwire.errors import BadRequestError
 from partwire.permission import Permissions
 from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
+from partwire.quotas import Quotas
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.schema.session import Session
 from partwire.session.loop import SessionLoop
@@ -67,6 +68,7 @@ class Runtime:
     closers: list[Closer] = field(default_factory=list)
     # new at every start: server.connected carries it so clients can tell a restart
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
+    quotas: Quotas = field(default_factory=Quotas)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

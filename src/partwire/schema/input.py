@@ -11,11 +11,16 @@ from partwire.schema.base import WireModel
 from partwire.schema.part import AgentSource, FileSource, ModelRef
 from partwire.schema.session import PermissionRule, SessionModel
 
+# Limits on one prompt (each breach is a 400 naming the field).
+MAX_PROMPT_PARTS = 100
+MAX_TEXT_CHARS = 1_000_000  # one text part
+MAX_URL_CHARS = 8_000_000  # one file part's URL (a data: URL of about 6 MB)
+
 
 class TextPartInput(WireModel):
     id: str | None = Field(default=None, pattern=CLIENT_PART_ID)
     type: Literal["text"] = "text"
-    text: str
+    text: str = Field(max_length=MAX_TEXT_CHARS)
     synthetic: bool | None = None
     ignored: bool | None = None
     metadata: dict[str, Any] | None = None
@@ -26,7 +31,7 @@ class FilePartInput(WireModel):
     type: Literal["file"] = "file"
     mime: str
     filename: str | None = None
-    url: str
+    url: str = Field(max_length=MAX_URL_CHARS)
     source: FileSource | None = None
 
 
@@ -63,7 +68,7 @@ class PromptInput(WireModel):
     tools: dict[str, bool] | None = None
     system: str | None = None
     variant: str | None = None
-    parts: list[PartInput]
+    parts: list[PartInput] = Field(max_length=MAX_PROMPT_PARTS)
 
     @field_validator("parts")
     @classmethod

@@ -10,6 +10,11 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
+MAX_QUERY_BYTES = 8 * 1024
+
+
+def _error(name: str, message: str) -> bytes:
+    return json.dumps({"name": name, "data": {"message": message}}).encode()
 
 
 def _too_large(limit: int) -> bytes:
@@ -25,6 +30,10 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if len(scope.get("query_string", b"")) > MAX_QUERY_BYTES:
+            too_long = f"The query string is longer than {MAX_QUERY_BYTES} bytes"
+            await _respond(send, 414, _error("URITooLong", too_long))
             return
         headers = dict(scope.get("headers", []))
         declared = headers.get(b"content-length")
@@ -53,14 +62,18 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": _too_large(self.limit)})
+        await _respond(send, 413, _too_large(self.limit))
+
+
+async def _respond(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -128,11 +141,4 @@ class UnicodeGuard:
 async def _bad_unicode(send: Send, field: str) -> None:
     message = f"{field}: not valid Unicode text (it holds a lone surrogate)"
     body = {"name": "BadRequest", "data": {"message": message, "kind": "Body", "field": field}}
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+    await _respond(send, 400, json.dumps(body).encode())

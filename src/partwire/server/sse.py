@@ -106,7 +106,11 @@ def _fell_behind(sent: str | None) -> Event:
 
 
 async def stream_events(
-    runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer = frame
+    runtime: Runtime,
+    subscription: Subscription,
+    last_id: str | None,
+    frame: Framer = frame,
+    client: str | None = None,
 ) -> AsyncIterator[str]:
     try:
         connected = ConnectedProps(instance_id=runtime.instance_id)
@@ -137,14 +141,18 @@ async def stream_events(
                 yield "".join(frame(e) for e in fresh)
     finally:
         subscription.close()
+        if client is not None:
+            runtime.quotas.close_stream(client)
 
 
 def _response(request: Request, frame: Framer) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
+    client = request.client.host if request.client else "?"
+    runtime.quotas.open_stream(client)  # 429 past the limit
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
-        stream_events(runtime, subscription, last_id, frame),
+        stream_events(runtime, subscription, last_id, frame, client),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

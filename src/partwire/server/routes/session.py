@@ -69,6 +69,9 @@ async def list_sessions(
 async def create_session(
     request: Request, body: Annotated[SessionCreateInput | None, Body()] = None
 ) -> Response:
+    runtime = _runtime(request)
+    if runtime.settings.server_password:
+        runtime.quotas.create_session(request.client.host if request.client else "?")
     return wire(await requested_project(request).sessions.create(body or SessionCreateInput()))
 
 

@@ -1,0 +1,46 @@
+"""Limits on what one client address may hold open or create (HTTP 429 past them).
+
+- At most :data:`MAX_STREAMS_PER_CLIENT` event streams open at once per address.
+- With a password set (the server is reachable by others), at most
+  :data:`MAX_SESSIONS_PER_MINUTE` sessions created per address per minute.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict, deque
+
+from partwire.errors import TooManyRequestsError
+
+MAX_STREAMS_PER_CLIENT = 64
+MAX_SESSIONS_PER_MINUTE = 120
+
+
+class Quotas:
+    def __init__(self) -> None:
+        self._streams: dict[str, int] = defaultdict(int)
+        self._created: dict[str, deque[float]] = defaultdict(deque)
+
+    def open_stream(self, client: str) -> None:
+        if self._streams[client] >= MAX_STREAMS_PER_CLIENT:
+            raise TooManyRequestsError(
+                f"{client} already has {MAX_STREAMS_PER_CLIENT} event streams open; close one first"
+            )
+        self._streams[client] += 1
+
+    def close_stream(self, client: str) -> None:
+        self._streams[client] -= 1
+        if self._streams[client] <= 0:
+            del self._streams[client]
+
+    def create_session(self, client: str) -> None:
+        now = time.monotonic()
+        recent = self._created[client]
+        while recent and now - recent[0] > 60:
+            recent.popleft()
+        if len(recent) >= MAX_SESSIONS_PER_MINUTE:
+            raise TooManyRequestsError(
+                f"{client} created {MAX_SESSIONS_PER_MINUTE} sessions in the last minute; "
+                "wait a little"
+            )
+        recent.append(now)

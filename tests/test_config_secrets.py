@@ -123,3 +123,12 @@ def test_a_projects_own_literal_key_may_go_to_its_own_server(tmp_path: Path, pro
     _write(project / "partwire.json", {"provider": {"team": {"options": options}}})
     settings = load_settings(project_dir=project, data_dir=tmp_path / "data", env=_env(tmp_path))
     assert settings.providers["team"].api_key is None and settings.providers["team"].blocked
+
+
+def test_a_project_server_without_any_key_is_usable(tmp_path: Path, project: Path) -> None:
+    _write(
+        project / "partwire.json",
+        {"provider": {"local": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}},
+    )
+    settings = load_settings(project_dir=project, data_dir=tmp_path / "data", env=_env(tmp_path))
+    assert settings.providers["local"].blocked is None  # an Ollama on loopback needs no key

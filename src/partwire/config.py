@@ -188,13 +188,17 @@ def _blocked(
     if not base_url or str(base_url).rstrip("/") in trust.trusted_urls:
         return None
     own_key = trust.project_options.get("apiKey")
-    env_sourced = (
-        own_key is None  # the user's key, from the user config or the environment
-        or bool(_ENV_REF.search(str(own_key)))
-        or any(_ENV_REF.search(str(v)) for v in (options.get("headers") or {}).values())
+    if own_key is None:  # the key, if any, is the user's: their config or environment
+        users_key = bool(options.get("apiKey") or env.get(_KEY_ENV.get(provider_id, "")))
+    else:
+        users_key = bool(_ENV_REF.search(str(own_key)))
+    headers = options.get("headers") or {}
+    own_headers = trust.project_options.get("headers") or {}
+    users_headers = any(
+        name not in own_headers or _ENV_REF.search(str(value)) for name, value in headers.items()
     )
-    if not env_sourced:
-        return None  # the project's own literal key, to the project's own server
+    if not users_key and not users_headers:
+        return None  # no secret of the user's would go there
     return (
         f"the project's partwire.json points provider {provider_id} at {base_url}, and the "
         "key for it would come from your environment or your own config; partwire does "

@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096 (installs and builds the web UI first)
-	$(BIN)/partwire serve
+serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)
+	$(BIN)/partwire serve $(if $(PORT),--port $(PORT))
 
 test: $(STAMP) system sdk ui lint typecheck pytest ## System packages, SDK, web UI build + tsc, format check, lint, mypy --strict, pytest
 

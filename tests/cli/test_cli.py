@@ -29,6 +29,7 @@ async def _run(settings: Settings, *args: str, delay_ms: str = "0") -> tuple[int
         sys.executable, "-m", "partwire", *args,
         cwd=settings.project_dir,
         env=_env(settings, delay_ms),
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -28,6 +28,7 @@ def _partwire(state: Path, project: Path, *args: str, timeout: float = 60) -> tu
         [sys.executable, "-m", "partwire", *args],
         env=_env(state),
         cwd=project,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -12,28 +12,51 @@ import httpx
 from rich.console import Console
 
 from partwire import __version__
-from partwire.config import DEFAULT_HOST, DEFAULT_PORT, load_settings
-from partwire.errors import PartwireError
+from partwire.config import DEFAULT_HOST, DEFAULT_PORT, Settings, load_settings
+from partwire.errors import ConfigError, PartwireError
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="partwire", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"partwire {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="partwire",
+        description="An agent-session server: `partwire serve` for the web UI and the API, "
+        "`partwire run PROMPT` to ask from the terminal.",
+    )
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"partwire {__version__}", help="the version"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="serve the API on a port (default 127.0.0.1:4096)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
-    serve.add_argument("--hostname", default=DEFAULT_HOST)
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port (4096; 0 picks a free one)"
+    )
+    serve.add_argument("--hostname", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
     serve.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
     run = commands.add_parser("run", help="send one prompt and render the answer live")
-    run.add_argument("message", nargs="+", help="the prompt text")
+    run.add_argument(
+        "message", nargs="*", help="the prompt text (standard input, when piped, is appended)"
+    )
     run.add_argument("--attach", metavar="URL", help="use a running server instead of a new one")
     run.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="e.g. openai/gpt-4o")
-    run.add_argument("--agent", default=None)
-    run.add_argument("--session", metavar="ID", help="continue this session")
+    run.add_argument("--agent", default=None, help="build (default), plan, or another agent")
+    run.add_argument("-s", "--session", metavar="ID", help="continue this session")
+    run.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the last session of this project",
+    )
+    run.add_argument("--title", help="the session's title")
     run.add_argument("--yes", action="store_true", help="allow every permission ask once")
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+
+    sessions = commands.add_parser("sessions", help="list this project's recent sessions")
+    sessions.add_argument("-n", "--limit", type=int, default=20, help="how many (20)")
+    sessions.add_argument("--attach", metavar="URL", help="use a running server")
+    sessions.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models = commands.add_parser("models", help="list the models that are configured and usable")
     models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
@@ -45,52 +68,84 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.server.auth import is_loopback
+    from partwire.server.runner import serve
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port} is not a port: use 1-65535 (0 picks a free one)")
+    if not is_loopback(args.hostname) and not settings.server_password:
+        err.print(
+            f"[red]error:[/red] refusing to listen on {args.hostname} without a password: "
+            "anyone who can reach it could run commands in your project. "
+            "Set PARTWIRE_SERVER_PASSWORD, or keep the default 127.0.0.1.",
+            highlight=False,
+        )
+        return 2
+
+    def banner(port: int) -> None:  # once the port is bound: the real one, also for --port 0
+        err.print(f"partwire {__version__} on http://{args.hostname}:{port}")
+        err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
+
+    if not is_loopback(args.hostname) and args.hostname not in ("0.0.0.0", "::"):
+        hosts = (*settings.allowed_hosts, args.hostname)
+        settings = dataclasses.replace(settings, allowed_hosts=hosts)
+    serve(settings, args.hostname, args.port, on_start=banner)
+    return 0
+
+
+def _db(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli import db
+
+    out = Console(highlight=False, soft_wrap=True)
+    if args.db_command == "check":
+        return db.check(settings, out)
+    return db.backup_to(settings, args.path, out)
+
+
+def _sessions(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.sessions import list_sessions
+
+    return asyncio.run(list_sessions(settings, args.attach, args.limit))
+
+
+def _models(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.models import print_models
+
+    return print_models(settings, Console(highlight=False))
+
+
+def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.run import run_prompt
+
+    if not settings.providers and not args.model and not args.attach:
+        err.print(
+            "[dim]No provider is configured: using the offline demo model "
+            "(see the README to add one).[/dim]"
+        )
+    return asyncio.run(run_prompt(args, settings))
+
+
+COMMANDS = {"serve": _serve, "db": _db, "sessions": _sessions, "models": _models, "run": _run}
+
+
+def _project(args: argparse.Namespace) -> Path | None:
+    project: Path | None = getattr(args, "project", None)
+    if project is not None and not project.is_dir():
+        raise ConfigError(f"--project {project}: no such directory")
+    return project
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     err = Console(stderr=True)
     try:
-        settings = load_settings(project_dir=getattr(args, "project", None))
-        if args.command == "serve":
-            from partwire.server.auth import is_loopback
-            from partwire.server.runner import serve
-
-            if not is_loopback(args.hostname) and not settings.server_password:
-                err.print(
-                    f"[red]error:[/red] refusing to listen on {args.hostname} without a password: "
-                    "anyone who can reach it could run commands in your project. "
-                    "Set PARTWIRE_SERVER_PASSWORD, or keep the default 127.0.0.1.",
-                    highlight=False,
-                )
-                return 2
-
-            def banner() -> None:
-                err.print(f"partwire {__version__} on http://{args.hostname}:{args.port}")
-                err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
-
-            if not is_loopback(args.hostname) and args.hostname not in ("0.0.0.0", "::"):
-                hosts = (*settings.allowed_hosts, args.hostname)
-                settings = dataclasses.replace(settings, allowed_hosts=hosts)
-            serve(settings, args.hostname, args.port, on_start=banner)
-            return 0
-        if args.command == "db":
-            from partwire.cli import db
-
-            out = Console(highlight=False, soft_wrap=True)
-            if args.db_command == "check":
-                return db.check(settings, out)
-            return db.backup_to(settings, args.path, out)
-        if args.command == "models":
-            from partwire.cli.models import print_models
-
-            return print_models(settings, Console(highlight=False))
-        from partwire.cli.run import run_prompt
-
-        if not settings.providers and not args.model and not args.attach:
-            err.print(
-                "[dim]No provider is configured: using the offline demo model "
-                "(see the README to add one).[/dim]"
-            )
-        return asyncio.run(run_prompt(args, settings))
+        settings = load_settings(project_dir=_project(args))
+        return COMMANDS[args.command](args, settings, err)
     except PartwireError as exc:
         err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
         return 1

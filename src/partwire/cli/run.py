@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import AsyncIterator
+from typing import TextIO
 
 from rich.console import Console
 
@@ -14,12 +16,16 @@ from partwire.cli.asks import Answerer
 from partwire.cli.render import Renderer
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
+from partwire.errors import BadRequestError, NotFoundError, PartwireError
 from partwire.schema.event import Event
+from partwire.schema.session import Session
 from partwire.storage import lock
 
 
 @contextlib.asynccontextmanager
-async def _server(attach: str | None, settings: Settings, console: Console) -> AsyncIterator[str]:
+async def attached_server(
+    attach: str | None, settings: Settings, console: Console
+) -> AsyncIterator[str]:
     """The server to talk to: ``--attach``, else the one serving this data dir, else a
     new one in this process (which then holds the data dir's lock)."""
     if attach:
@@ -42,18 +48,60 @@ async def _wait_connected(events: AsyncIterator[Event]) -> None:
             return
 
 
+def prompt_text(words: list[str], stdin: TextIO) -> str:
+    """The prompt: the words given, then standard input when it is not a terminal
+    (``cat f | partwire run "summarize"``). Blank is an error before anything is made."""
+    text = " ".join(words).strip()
+    if not stdin.isatty():
+        piped = stdin.read().strip()
+        text = f"{text}\n\n{piped}" if text and piped else text or piped
+    if not text:
+        raise BadRequestError("the prompt is empty: give it as arguments or on standard input")
+    return text
+
+
+def auth_of(settings: Settings) -> tuple[str, str] | None:
+    if settings.server_password:
+        return (settings.server_username, settings.server_password)
+    return None
+
+
+async def _last_session(client: PartwireClient, settings: Settings) -> Session:
+    """The most recently updated top-level session of this project (``--continue``)."""
+    project = str(settings.project_dir)
+    mine = [
+        s for s in await client.list_sessions() if s.directory == project and s.parent_id is None
+    ]
+    if not mine:
+        raise NotFoundError("Session", f"(none yet in {project}; drop --continue)")
+    return max(mine, key=lambda s: s.time.updated)
+
+
+async def _session_for(
+    client: PartwireClient, args: argparse.Namespace, settings: Settings
+) -> tuple[Session, bool]:
+    """The session to prompt, and whether it was made for this run."""
+    if args.session:
+        session = await client.get_session(args.session)
+    elif args.continue_:
+        session = await _last_session(client, settings)
+    else:
+        return await client.create_session(title=args.title), True
+    if args.title:
+        session = await client.update_session(session.id, title=args.title)
+    return session, False
+
+
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     console = Console(highlight=False)
-    auth = (
-        (settings.server_username, settings.server_password) if settings.server_password else None
-    )
+    err = Console(stderr=True, highlight=False)
+    text = prompt_text(args.message, sys.stdin)
     async with (
-        _server(args.attach, settings, Console(stderr=True)) as url,
-        PartwireClient(url, auth=auth) as client,
+        attached_server(args.attach, settings, err) as url,
+        PartwireClient(url, auth=auth_of(settings)) as client,
     ):
-        session = await (
-            client.get_session(args.session) if args.session else client.create_session()
-        )
+        session, made = await _session_for(client, args, settings)
+        err.print(f"[dim]session {session.id}[/dim]")
         renderer = Renderer(console, session.id)
         events = client.events()
         await _wait_connected(events)
@@ -73,9 +121,12 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            await client.prompt_async(
-                session.id, " ".join(args.message), model=args.model, agent=args.agent
-            )
+            try:
+                await client.prompt_async(session.id, text, model=args.model, agent=args.agent)
+            except PartwireError:
+                if made:  # a refused prompt leaves no empty session behind
+                    await client.delete_session(session.id)
+                raise
             answerer = Answerer(client, console, auto_allow=args.yes, family={session.id})
             async for event in events:
                 renderer.handle(event)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
 
@@ -11,6 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from partwire.config import Settings
+from partwire.errors import ConfigError
 from partwire.runtime import Runtime
 from partwire.server.app import create_app
 
@@ -51,20 +53,45 @@ def _server(
     return cls(config, app.state.runtime)
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use: pick another with --port "
+                "(--port 0 picks a free one)"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    return sock
+
+
 def serve(
-    settings: Settings, host: str, port: int, *, on_start: Callable[[], None] | None = None
+    settings: Settings, host: str, port: int, *, on_start: Callable[[int], None] | None = None
 ) -> None:
     """Serve until interrupted (Ctrl-C). The runtime starts (data dir lock, database
-    checks, recovery) before uvicorn does, so a refusal raises here as one error."""
-
+    checks, recovery) and the port is bound before uvicorn runs, so a refusal raises
+    here as one error; ``on_start`` gets the bound port (the real one for port 0)."""
     server = _server(PartwireServer, settings, host, port, None)
 
     async def main() -> None:
-        await server.runtime.start()
-        server.runtime.advertise(f"http://{_connectable(host)}:{port}")
+        sock = bind(host, port)
+        try:
+            await server.runtime.start()
+        except BaseException:
+            sock.close()
+            raise
+        bound = int(sock.getsockname()[1])
+        server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
         if on_start is not None:
-            on_start()
-        await server.serve()
+            on_start(bound)
+        await server.serve(sockets=[sock])
 
     with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
         runner.run(main())

@@ -1,0 +1,108 @@
+"""Conversations continue across runs, standard input joins the prompt, a failed run
+leaves nothing behind, and start-up mistakes are one line."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import sys
+
+from partwire.config import Settings
+from tests.cli.test_cli import _env, _run
+
+
+def _session_id(err: str) -> str:
+    found = re.search(r"session (ses_\w+)", err)
+    assert found, err
+    return found.group(1)
+
+
+async def _sessions(settings: Settings) -> list[list[str]]:
+    code, out, err = await _run(settings, "sessions")
+    assert code == 0, err
+    return [line.split() for line in out.splitlines()[1:] if line.strip()]
+
+
+async def test_continue_session_and_title(settings: Settings) -> None:
+    code, out, err = await _run(settings, "run", "--title", "Counting", "long 2")
+    assert code == 0 and "w0 w1" in out
+    first = _session_id(err)
+    code, out, err = await _run(settings, "run", "-c", "long 3")
+    assert code == 0 and _session_id(err) == first and "w0 w1 w2" in out
+    code, _, err = await _run(settings, "run", "-s", first, "--title", "Renamed", "long 1")
+    assert code == 0 and _session_id(err) == first
+    rows = await _sessions(settings)
+    assert len(rows) == 1
+    session_id, *_, count, title = rows[0]
+    assert session_id == first and count == "6" and title == "Renamed"
+
+
+async def test_standard_input_is_appended_to_the_prompt(settings: Settings) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "run", "summarize",
+        cwd=settings.project_dir, env=_env(settings),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(b"alpha beta gamma\n"), 60)
+    assert process.returncode == 0, err.decode()
+    assert "The user wrote 4 words" in out.decode()  # "summarize" + three piped words
+    piped_only = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "run",
+        cwd=settings.project_dir, env=_env(settings),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(piped_only.communicate(b"long 2"), 60)
+    assert piped_only.returncode == 0 and "w0 w1" in out.decode(), err.decode()
+
+
+async def test_a_failed_run_leaves_no_session(settings: Settings) -> None:
+    for args in (["--model", "nope/none", "hi"], ["--agent", "nobody", "hi"], ["   "]):
+        code, _, err = await _run(settings, "run", *args)
+        assert code == 1 and "error:" in err and "Traceback" not in err, (args, err)
+    code, _, err = await _run(settings, "sessions")
+    assert code == 0 and "no sessions yet" in err
+    code, _, err = await _run(settings, "run", "-c", "hi")
+    assert code == 1 and "drop --continue" in err
+
+
+async def test_start_up_mistakes_are_one_line(settings: Settings) -> None:
+    for args, words in (
+        (["serve", "--port", "99999"], "is not a port"),
+        (["serve", "--project", "/no/such/dir"], "no such directory"),
+    ):
+        code, _, err = await _run(settings, *args)
+        assert code == 1 and words in err and "Traceback" not in err, err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = await _run(settings, "serve", "--port", str(port))
+    assert code == 1 and "already in use" in err and "--port" in err and "Traceback" not in err
+
+
+async def test_the_banner_shows_the_bound_port(settings: Settings) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "serve", "--port", "0",
+        cwd=settings.project_dir, env=_env(settings),
+        stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+        port = int(line.rsplit(":", 1)[1])
+        assert port != 0
+        _, writer = await asyncio.open_connection("127.0.0.1", port)  # it listens there
+        writer.close()
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_no_command_shows_help_and_v_shows_the_version(settings: Settings) -> None:
+    code, out, _ = await _run(settings)
+    assert code == 0 and "usage: partwire" in out and "sessions" in out
+    code, out, _ = await _run(settings, "-V")
+    assert code == 0 and out.startswith("partwire ")

@@ -66,10 +66,6 @@ def test_opencode_npm_names_select_the_api(tmp_path: Path) -> None:
     ("project", "message"),
     [
         ("{not json", "is not valid JSON (line 1"),
-        (
-            {"provider": {"p": {"options": {"apiKey": "{env:NOPE}"}}}},
-            "{env:NOPE} is used but NOPE is not set",
-        ),
         ({"provider": {"p": {"api": "cohere"}}}, "provider.p.api is 'cohere'"),
         ([1, 2], "must hold a JSON object"),
     ],
@@ -98,3 +94,31 @@ def test_writing_the_project_config_merges_and_validates(tmp_path: Path) -> None
     with pytest.raises(ConfigError):
         write_project_config(settings, {"provider": {"p": {"api": "nope"}}})
     assert json.loads((root / "partwire.json").read_text()) == written
+
+
+def test_partwire_json_may_hold_comments_and_trailing_commas(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "partwire.json").write_text(
+        '{\n  // the model everyone uses\n  "model": "demo/demo",\n'
+        '  /* a block\n comment */ "server": {"cors": ["http://a.example//x"],},\n}\n'
+    )
+    settings = load_settings(project_dir=project, data_dir=tmp_path / "d", env={})
+    assert settings.cors_origins == ("http://a.example//x",)
+
+
+def test_an_unset_variable_breaks_only_its_provider(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    config = {
+        "provider": {
+            "broken": {"options": {"apiKey": "{env:NOT_SET_ANYWHERE}"}},
+            "fine": {"options": {"apiKey": "literal"}},
+        }
+    }
+    (project / "partwire.json").write_text(json.dumps(config))
+    settings = load_settings(project_dir=project, data_dir=tmp_path / "d", env={})
+    assert settings.providers["fine"].api_key == "literal"
+    broken = settings.providers["broken"]
+    assert broken.api_key is None and broken.blocked is not None
+    assert "NOT_SET_ANYWHERE is not set" in broken.blocked

@@ -102,6 +102,13 @@ class Settings:
         return self.data_dir / "partwire.db"
 
 
+def key_source(provider_id: str) -> str:
+    """Where a provider's key comes from, in words for an error message."""
+    variable = _KEY_ENV.get(provider_id)
+    config = f"provider.{provider_id}.options.apiKey in partwire.json"
+    return f"{variable} (or {config})" if variable else config
+
+
 def _float_env(env: dict[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -132,9 +139,37 @@ def _substitute(value: Any, env: dict[str, str], where: Path) -> Any:
     return value
 
 
+def strip_jsonc(text: str) -> str:
+    """JSON with comments (``//``, ``/* */``) and trailing commas, as opencode's config
+    accepts, turned into plain JSON. Strings are left alone."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            i = n if close < 0 else close + 2
+        else:
+            out.append(char)
+            i += 1
+    return _TRAILING_COMMA.sub(r"\1", "".join(out))
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
 def _read(path: Path, env: dict[str, str]) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(strip_jsonc(path.read_text()))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict):
@@ -221,8 +256,14 @@ def _provider(
     options = raw.get("options") or {}
     where = f"provider.{provider_id}.options"
     blocked = _blocked(provider_id, options, env, trust or _Trust())
-    key = _secret(options.get("apiKey"), env, where) or env.get(_KEY_ENV.get(provider_id, ""))
-    headers = {k: str(_secret(v, env, where)) for k, v in (options.get("headers") or {}).items()}
+    try:
+        key = _secret(options.get("apiKey"), env, where)
+        headers = {
+            k: str(_secret(v, env, where)) for k, v in (options.get("headers") or {}).items()
+        }
+    except ConfigError as exc:  # an unset variable breaks this provider only
+        key, headers, blocked = None, {}, blocked or exc.message
+    key = key or env.get(_KEY_ENV.get(provider_id, ""))
     timeout = options.get("timeout")
     return ProviderConfig(
         id=provider_id,

@@ -131,6 +131,11 @@ async def test_a_bad_key_is_an_auth_error_and_not_retried(
     assert error["name"] == "ProviderAuthError" and error["data"]["providerID"] == "mock"
     validate("ProviderAuthError", error)
     assert len(mock.requests) == 1
+    # what to fix, not the SDK's raw error dict
+    assert error["data"]["message"] == (
+        "authentication failed for provider mock (HTTP 401): check "
+        "provider.mock.options.apiKey in partwire.json"
+    )
 
 
 async def test_abort_closes_the_provider_stream(http: httpx.AsyncClient, mock: MockOpenAI) -> None:

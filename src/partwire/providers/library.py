@@ -21,7 +21,7 @@ from pydantic_ai.direct import model_request_stream
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
-from partwire.config import ModelConfig
+from partwire.config import ModelConfig, key_source
 from partwire.providers.catalog import cost, facts
 from partwire.providers.stream import (
     AssistantTurn,
@@ -212,13 +212,20 @@ def _finish(response: pa.ModelResponse, called: bool) -> FinishReason:
     return "tool-calls" if called and reason == "stop" else reason
 
 
+def auth_message(provider: str, status: int | None) -> str:
+    """What to fix when a provider refuses the key, instead of the SDK's raw error."""
+    where = key_source(provider)
+    refused = f" (HTTP {status})" if status else ""
+    return f"authentication failed for provider {provider}{refused}: check {where}"
+
+
 def classify(exc: Exception, provider: str) -> StreamError:
     """A pydantic-ai / SDK exception as our stream error, with retryability and kind."""
     message = str(exc)
     retry_after = getattr(exc, "retry_after", None)
     status = getattr(exc, "status_code", None)
     if isinstance(exc, pa_errors.ModelAuthenticationError) or status in (401, 403):
-        return StreamError(message, status_code=status, kind="auth")
+        return StreamError(auth_message(provider, status), status_code=status, kind="auth")
     if isinstance(exc, pa_errors.ModelContextWindowExceededError):
         return StreamError(message, status_code=status, kind="context_overflow")
     if isinstance(exc, pa_errors.OutputTokenLimitExceeded):

@@ -7,9 +7,13 @@ import asyncio
 import re
 import socket
 import sys
+from pathlib import Path
+
+import httpx
 
 from partwire.config import Settings
 from tests.cli.test_cli import _env, _run
+from tests.served import partwire_serve
 
 
 def _session_id(err: str) -> str:
@@ -106,3 +110,27 @@ async def test_no_command_shows_help_and_v_shows_the_version(settings: Settings)
     assert code == 0 and "usage: partwire" in out and "sessions" in out
     code, out, _ = await _run(settings, "-V")
     assert code == 0 and out.startswith("partwire ")
+
+
+async def test_run_attach_works_in_the_project_it_is_run_from(
+    settings: Settings, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "only-here.txt").write_text("x")
+    with partwire_serve(settings.project_dir, tmp_path / "server-state") as url:
+        code, out, err = await _run(
+            settings, "run", "--attach", url, "--project", str(other), "list"
+        )
+        assert code == 0, err
+        assert "only-here.txt" in out
+        async with httpx.AsyncClient(base_url=url) as http:
+            session = (await http.get(f"/session/{_session_id(err)}")).json()
+        assert session["directory"] == str(other.resolve())
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "partwire", "run", "--attach", url, "list",
+            cwd=other, env=_env(settings), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out_b, err_b = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0 and "only-here.txt" in out_b.decode(), err_b.decode()

@@ -98,7 +98,7 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     text = prompt_text(args.message, sys.stdin)
     async with (
         attached_server(args.attach, settings, err) as url,
-        PartwireClient(url, auth=auth_of(settings)) as client,
+        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
     ):
         session, made = await _session_for(client, args, settings)
         err.print(f"[dim]session {session.id}[/dim]")

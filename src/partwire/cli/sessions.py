@@ -28,7 +28,7 @@ async def list_sessions(settings: Settings, attach: str | None, limit: int) -> i
     out = Console(highlight=False, soft_wrap=True)
     async with (
         attached_server(attach, settings, Console(stderr=True)) as url,
-        PartwireClient(url, auth=auth_of(settings)) as client,
+        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
     ):
         project = str(settings.project_dir)
         found = [

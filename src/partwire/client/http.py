@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -77,10 +78,14 @@ class PartwireClient:
         timeout: float = 600.0,
         transport: httpx.AsyncBaseTransport | None = None,
         auth: tuple[str, str] | None = None,
+        directory: str | None = None,
     ) -> None:
+        """``directory`` names the project every request is about (opencode's
+        ``x-opencode-directory``); without it the server uses the one it started in."""
         self.base_url = base_url.rstrip("/")
+        headers = {"x-opencode-directory": quote(directory, safe="/")} if directory else {}
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout, transport=transport, auth=auth
+            base_url=self.base_url, timeout=timeout, transport=transport, auth=auth, headers=headers
         )
 
     async def __aenter__(self) -> PartwireClient:

@@ -52,7 +52,7 @@ def test_a_key_in_the_environment_enables_the_provider(tmp_path: Path) -> None:
     settings = load_settings(project_dir=root, env={**env, "ANTHROPIC_API_KEY": "k"})
     assert settings.providers["anthropic"].api == "anthropic"
     assert settings.providers["anthropic"].api_key == "k"
-    assert settings.default_model == "demo/demo"
+    assert settings.default_model == "anthropic/claude-sonnet-4-5"  # the key picks the default
 
 
 def test_opencode_npm_names_select_the_api(tmp_path: Path) -> None:
@@ -122,3 +122,25 @@ def test_an_unset_variable_breaks_only_its_provider(tmp_path: Path) -> None:
     broken = settings.providers["broken"]
     assert broken.api_key is None and broken.blocked is not None
     assert "NOT_SET_ANYWHERE is not set" in broken.blocked
+
+
+@pytest.mark.parametrize(
+    ("env", "model"),
+    [
+        ({}, "demo/demo"),
+        ({"OPENAI_API_KEY": "sk-o"}, "openai/gpt-4.1"),
+        ({"ANTHROPIC_API_KEY": "sk-a"}, "anthropic/claude-sonnet-4-5"),
+        ({"OPENAI_API_KEY": "sk-o", "PARTWIRE_MODEL": "demo/demo"}, "demo/demo"),
+    ],
+)
+def test_the_default_model_follows_the_configured_key(
+    tmp_path: Path, env: dict[str, str], model: str
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    settings = load_settings(
+        project_dir=project,
+        data_dir=tmp_path / "d",
+        env={**env, "PARTWIRE_CONFIG_DIR": str(tmp_path)},
+    )
+    assert settings.default_model == model

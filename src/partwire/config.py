@@ -102,6 +102,18 @@ class Settings:
         return self.data_dir / "partwire.db"
 
 
+# The model used when nothing names one, by the provider whose key is set (first wins).
+DEFAULT_MODELS = {"anthropic": "anthropic/claude-sonnet-4-5", "openai": "openai/gpt-4.1"}
+
+
+def _default(providers: dict[str, ProviderConfig]) -> str:
+    for provider_id, model in DEFAULT_MODELS.items():
+        found = providers.get(provider_id)
+        if found is not None and found.api_key and not found.blocked:
+            return model
+    return "demo/demo"
+
+
 def key_source(provider_id: str) -> str:
     """Where a provider's key comes from, in words for an error message."""
     variable = _KEY_ENV.get(provider_id)
@@ -318,6 +330,7 @@ def load_settings(
         config = merge(config, layers[path])
     project_layer = layers.get(project / CONFIG_FILE, {})
     user_layer = next((v for k, v in layers.items() if k != project / CONFIG_FILE), {})
+    providers = _providers(config, source, project_layer, user_layer)
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
@@ -329,8 +342,8 @@ def load_settings(
         event_log_retain=int(
             _float_env(source, "PARTWIRE_EVENT_LOG_RETAIN", DEFAULT_EVENT_LOG_RETAIN)
         ),
-        default_model=source.get("PARTWIRE_MODEL") or config.get("model") or "demo/demo",
-        providers=_providers(config, source, project_layer, user_layer),
+        default_model=source.get("PARTWIRE_MODEL") or config.get("model") or _default(providers),
+        providers=providers,
         config_files=tuple(files),
         raw_config=config,
         source_env=source,

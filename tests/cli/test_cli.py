@@ -92,7 +92,7 @@ async def test_ctrl_c_aborts_the_session_cleanly(settings: Settings, server: str
     process.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 130, err
-    assert "aborting" in out.decode() and "aborted · tokens" in out.decode()
+    assert "aborting" in out.decode() and "aborted · demo/demo · tokens" in out.decode()
     assert "Traceback" not in err.decode()
     async with httpx.AsyncClient(base_url=server) as http:
         [session] = (await http.get("/session")).json()
@@ -125,6 +125,33 @@ async def test_models_lists_what_is_usable(settings: Settings) -> None:
     assert "  local/m  Local M" in out
 
 
-async def test_the_demo_note_is_said_once(settings: Settings) -> None:
-    _, _, err = await _run(settings, "run", "hi")
-    assert err.count("No provider is configured: using the offline demo model") == 1
+async def test_the_demo_note_says_why_once_and_the_summary_names_model_and_cost(
+    settings: Settings,
+) -> None:
+    _, out, err = await _run(settings, "run", "hi")
+    assert err.count("The offline demo model answered: no model provider is configured") == 1
+    last = out.splitlines()[-1]
+    assert last.startswith("demo/demo · tokens in") and "$0.0000" in last
+    _, _, err = await _run(settings, "run", "-m", "demo/demo", "hi")
+    assert "offline demo model answered" not in err  # asked for by name
+
+
+async def test_models_lists_the_default_first_and_cuts_long_catalogues(
+    settings: Settings,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "models",
+        cwd=settings.project_dir, env={**_env(settings), "OPENAI_API_KEY": "sk-x"},
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("* openai/gpt-4.1") and "default" in lines[0]
+    assert any("more openai models" in line for line in lines) and len(lines) < 30
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "models", "--all",
+        cwd=settings.project_dir, env={**_env(settings), "OPENAI_API_KEY": "sk-x"},
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    every, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert len(every.decode().splitlines()) > 100 and "more openai" not in every.decode()

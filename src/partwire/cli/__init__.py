@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models = commands.add_parser("models", help="list the models that are configured and usable")
     models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+    models.add_argument("--all", action="store_true", help="every model of every catalogue")
 
     db = commands.add_parser("db", help="check or back up the database")
     db_commands = db.add_subparsers(dest="db_command", required=True)
@@ -112,17 +113,12 @@ def _sessions(args: argparse.Namespace, settings: Settings, err: Console) -> int
 def _models(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli.models import print_models
 
-    return print_models(settings, Console(highlight=False))
+    return print_models(settings, Console(highlight=False), show_all=args.all)
 
 
 def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli.run import run_prompt
 
-    if not settings.providers and not args.model and not args.attach:
-        err.print(
-            "[dim]No provider is configured: using the offline demo model "
-            "(see the README to add one).[/dim]"
-        )
     return asyncio.run(run_prompt(args, settings))
 
 

@@ -34,6 +34,8 @@ class Renderer:
         self.assistant_ids: set[str] = set()
         self.parts: dict[str, Part] = {}
         self.tokens = Tokens()
+        self.cost = 0.0
+        self.model = ""  # provider/model of the last answer
         self.errors: list[str] = []
         self._open_line = False
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -55,8 +57,10 @@ class Renderer:
         if not isinstance(info, AssistantMessage):
             return
         self.assistant_ids.add(info.id)
+        self.model = f"{info.provider_id}/{info.model_id}"
         if info.time.completed is not None:
             self.tokens = self.tokens.plus(info.tokens)
+            self.cost += info.cost
             if info.error is not None:
                 message = getattr(info.error.data, "message", info.error.name)
                 self.errors.append(f"{info.error.name}: {message}")
@@ -109,10 +113,11 @@ class Renderer:
         t = self.tokens
         elapsed = time.monotonic() - self.started
         status = "aborted · " if interrupted else ""
+        model = f"{self.model} · " if self.model else ""
         self.console.print(
             Text(
-                f"{status}tokens in {t.input} · out {t.output} · reasoning {t.reasoning}"
-                f" · {elapsed:.1f}s",
+                f"{status}{model}tokens in {t.input} · out {t.output} · reasoning {t.reasoning}"
+                f" · ${self.cost:.4f} · {elapsed:.1f}s",
                 style="dim",
             )
         )

@@ -138,6 +138,11 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
                 loop.remove_signal_handler(signal.SIGINT)
             await events.aclose()
         renderer.summary(interrupted.is_set())
+        if renderer.model.startswith("demo/") and not (args.model or "").startswith("demo/"):
+            err.print(
+                "[dim]The offline demo model answered: no model provider is configured "
+                "(set OPENAI_API_KEY or ANTHROPIC_API_KEY, or see the README).[/dim]"
+            )
         if interrupted.is_set():
             return 130
         return 1 if renderer.errors else 0

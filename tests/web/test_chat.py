@@ -196,3 +196,27 @@ async def test_a_question_takes_a_typed_answer(page: Page) -> None:
         "Answer: Green, please", timeout=10_000
     )
     await wait_idle(page)
+
+
+async def test_an_ask_shows_on_its_own_card_only_when_call_ids_repeat(page: Page) -> None:
+    """The demo numbers its calls per answer (call_demo_question_…), so two answers hold
+    cards with the same call id: only the card of the message that asked gets the ask."""
+    await send(page, "question")
+    first = page.locator('.tool-card[data-tool="question"]').first
+    await first.get_by_role("group", name="Question").get_by_role("button", name="Blue").click()
+    await expect(first).to_have_attribute("data-state", "completed", timeout=10_000)
+    await wait_idle(page)
+    await send(page, "question")
+    cards = page.locator('.tool-card[data-tool="question"]')
+    await expect(cards).to_have_count(2)
+    assert await cards.nth(0).get_attribute("data-call") == await cards.nth(1).get_attribute(
+        "data-call"
+    )
+    await expect(cards.nth(1).get_by_role("group", name="Question")).to_be_visible(timeout=10_000)
+    await expect(cards.nth(0).get_by_role("group", name="Question")).to_have_count(0)
+    await expect(page.get_by_role("group", name="Question")).to_have_count(1)
+    await (
+        cards.nth(1).get_by_role("group", name="Question").get_by_role("button", name="Red").click()
+    )
+    await expect(cards.nth(1)).to_have_attribute("data-state", "completed", timeout=10_000)
+    await wait_idle(page)

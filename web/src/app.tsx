@@ -38,9 +38,13 @@ function StatusPill({ sessionID }: { sessionID: string }) {
 /** Asks of this session that no tool card on screen shows (no callID, or a call not loaded). */
 function LooseAsks({ sessionID }: { sessionID: string }) {
   useStore("asks", `session:${sessionID}`);
-  const shown = (callID?: string) => Boolean(callID && document.querySelector(`[data-call="${CSS.escape(callID)}"]`));
-  const permissions = [...store.permissions.values()].filter((p) => p.sessionID === sessionID && !shown(p.tool?.callID));
-  const questions = [...store.questions.values()].filter((q) => q.sessionID === sessionID && !shown(q.tool?.callID));
+  const shown = (tool?: { messageID: string; callID: string }) =>
+    Boolean(
+      tool &&
+        document.querySelector(`[data-message="${CSS.escape(tool.messageID)}"][data-call="${CSS.escape(tool.callID)}"]`),
+    );
+  const permissions = [...store.permissions.values()].filter((p) => p.sessionID === sessionID && !shown(p.tool));
+  const questions = [...store.questions.values()].filter((q) => q.sessionID === sessionID && !shown(q.tool));
   if (permissions.length + questions.length === 0) return null;
   return (
     <div class="loose-asks">

@@ -250,13 +250,19 @@ export class Store {
 
   // --- lookups -------------------------------------------------------------
 
-  permissionFor(callID: string): PermissionRequest | undefined {
-    for (const request of this.permissions.values()) if (request.tool?.callID === callID) return request;
+  /** The ask raised by this tool call: matched on message id and call id together, since
+   * call ids repeat across messages (a provider may number them per response). */
+  permissionFor(messageID: string, callID: string): PermissionRequest | undefined {
+    for (const request of this.permissions.values()) {
+      if (request.tool?.callID === callID && request.tool.messageID === messageID) return request;
+    }
     return undefined;
   }
 
-  questionFor(callID: string): QuestionRequest | undefined {
-    for (const request of this.questions.values()) if (request.tool?.callID === callID) return request;
+  questionFor(messageID: string, callID: string): QuestionRequest | undefined {
+    for (const request of this.questions.values()) {
+      if (request.tool?.callID === callID && request.tool.messageID === messageID) return request;
+    }
     return undefined;
   }
 }

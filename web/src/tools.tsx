@@ -246,8 +246,8 @@ function StateBadge({ part }: { part: ToolPart }) {
 export function ToolCard({ part }: { part: ToolPart }) {
   useStore("asks");
   const renderer = TOOLS[part.tool] ?? GENERIC;
-  const permission = store.permissionFor(part.callID);
-  const question = store.questionFor(part.callID);
+  const permission = store.permissionFor(part.messageID, part.callID);
+  const question = store.questionFor(part.messageID, part.callID);
   const [open, setOpen] = useState<boolean | null>(null);
   const { status } = part.state;
   const expanded = open ?? (Boolean(permission || question) || status === "error" || (status === "running" && part.tool === "bash") || (renderer.open === true && status !== "pending"));
@@ -263,7 +263,7 @@ export function ToolCard({ part }: { part: ToolPart }) {
     );
   }
   return (
-    <div class={`tool-card tool-${status}`} data-tool={part.tool} data-call={part.callID} data-state={status}>
+    <div class={`tool-card tool-${status}`} data-tool={part.tool} data-call={part.callID} data-message={part.messageID} data-state={status}>
       <button type="button" class="tool-head" aria-expanded={expanded} onClick={() => setOpen(!expanded)}>
         <span class="tool-icon" aria-hidden="true">{renderer.icon}</span>
         <span class="tool-title">{renderer.title || part.tool}</span>

@@ -12,7 +12,7 @@ from collections import defaultdict, deque
 
 from partwire.errors import TooManyRequestsError
 
-MAX_STREAMS_PER_CLIENT = 64
+MAX_STREAMS_PER_CLIENT = 256  # generous: behind a proxy every client shares one address
 MAX_SESSIONS_PER_MINUTE = 120
 
 
@@ -21,11 +21,15 @@ class Quotas:
         self._streams: dict[str, int] = defaultdict(int)
         self._created: dict[str, deque[float]] = defaultdict(deque)
 
-    def open_stream(self, client: str) -> None:
-        if self._streams[client] >= MAX_STREAMS_PER_CLIENT:
+    def check_stream(self, client: str) -> None:
+        """429 when ``client`` holds the most streams it may. Checked before the response
+        starts; a stream counts only while it runs, so one that never ran never leaks."""
+        if self._streams.get(client, 0) >= MAX_STREAMS_PER_CLIENT:
             raise TooManyRequestsError(
                 f"{client} already has {MAX_STREAMS_PER_CLIENT} event streams open; close one first"
             )
+
+    def open_stream(self, client: str) -> None:
         self._streams[client] += 1
 
     def close_stream(self, client: str) -> None:

@@ -193,7 +193,8 @@ async def test_kill_9_at_random_points_then_resume(tmp_path: Path, project: Path
     await served.start()
     try:
         for name in plan:
-            await _iteration(served, name, rng, bad, notes)
+            async with asyncio.timeout(120):  # one iteration; fail, never hang
+                await _iteration(served, name, rng, bad, notes)
             notes[f"scenario:{name}"] += 1
     finally:
         await served.stop()

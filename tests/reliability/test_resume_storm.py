@@ -20,6 +20,7 @@ from tests.reliability.harness import Follower, Served, Violations
 
 CLIENTS = 20
 SESSIONS = 5
+STORM_LIMIT_S = 300
 
 
 async def _storm(follower: Follower, rng: random.Random, stop: asyncio.Event) -> int:
@@ -76,12 +77,13 @@ async def test_resume_storm_loses_and_repeats_nothing(tmp_path: Path, project: P
         storms = [
             asyncio.create_task(_storm(c, random.Random(rng.random()), stop)) for c in clients
         ]
-        await _all_idle(served.url, sessions)
-        stop.set()
-        drops = sum(await asyncio.gather(*storms))
-        for follower in (witness, *clients):
-            await follower.connect()  # a final resume catches up
-            await follower.settle(quiet_s=0.5)
+        async with asyncio.timeout(STORM_LIMIT_S):  # fail, never hang, if something sticks
+            await _all_idle(served.url, sessions)
+            stop.set()
+            drops = sum(await asyncio.gather(*storms))
+            for follower in (witness, *clients):
+                await follower.connect()  # a final resume catches up
+                await follower.settle(quiet_s=0.5)
 
         expected = witness.logged[start:]
         async with PartwireClient(served.url) as api:

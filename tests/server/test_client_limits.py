@@ -74,3 +74,15 @@ async def test_sessions_per_minute_with_a_password(
 def test_a_bash_line_too_long_for_the_parser_is_always_asked() -> None:
     shell = analyze("ls " + "a" * MAX_COMMAND_CHARS)
     assert shell.opaque is not None and "longer than" in shell.opaque
+
+
+async def test_streams_dropped_at_once_do_not_use_up_the_quota(
+    http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(quotas, "MAX_STREAMS_PER_CLIENT", 3)
+    for _ in range(30):  # connect and leave before reading anything
+        async with http.stream("GET", "/event") as response:
+            assert response.status_code == 200
+    await asyncio.sleep(0.3)
+    async with http.stream("GET", "/event") as again:
+        assert again.status_code == 200

@@ -112,6 +112,8 @@ async def stream_events(
     frame: Framer = frame,
     client: str | None = None,
 ) -> AsyncIterator[str]:
+    if client is not None:
+        runtime.quotas.open_stream(client)  # counted while this runs; released in finally
     try:
         connected = ConnectedProps(instance_id=runtime.instance_id)
         yield frame(ServerConnected(connected).with_id(ids.event_id()))
@@ -148,7 +150,7 @@ async def stream_events(
 def _response(request: Request, frame: Framer) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
     client = request.client.host if request.client else "?"
-    runtime.quotas.open_stream(client)  # 429 past the limit
+    runtime.quotas.check_stream(client)  # 429 past the limit
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(

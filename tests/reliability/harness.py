@@ -13,6 +13,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,14 +160,16 @@ class Follower:
                 await self._changed.wait()
 
     async def settle(self, quiet_s: float = 0.4, limit_s: float = 15) -> None:
-        """Wait until no event has arrived for ``quiet_s``."""
-        async with asyncio.timeout(limit_s):
-            while True:
-                self._changed.clear()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), quiet_s)
-                except TimeoutError:
-                    return
+        """Wait until no event has arrived for ``quiet_s`` (at most ``limit_s``: the loop
+        checks its own deadline rather than trusting a cancellation to end it)."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), quiet_s)
+            except TimeoutError:
+                return
+        raise AssertionError(f"events kept arriving for {limit_s} s")
 
     def texts(self) -> dict[str, str]:
         """part id → streamed text, as this client has it now."""

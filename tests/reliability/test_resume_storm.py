@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from tests.reliability.harness import Follower, Served, Violations
 CLIENTS = 20
 SESSIONS = 5
 STORM_LIMIT_S = 300
+IDLE_LIMIT_S = 120
 
 
 async def _storm(follower: Follower, rng: random.Random, stop: asyncio.Event) -> int:
@@ -34,13 +36,16 @@ async def _storm(follower: Follower, rng: random.Random, stop: asyncio.Event) ->
 
 
 async def _all_idle(url: str, sessions: list[str]) -> None:
-    async with httpx.AsyncClient(base_url=url) as http:
-        for _ in range(3000):
+    deadline = time.monotonic() + IDLE_LIMIT_S
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        while time.monotonic() < deadline:
             busy = (await http.get("/session/status")).json()
             if not any(s in busy for s in sessions):
                 return
             await asyncio.sleep(0.05)
-    raise AssertionError("the sessions never went idle")
+        stuck = {s: busy.get(s) for s in sessions if s in busy}
+        last = {s: (await http.get(f"/session/{s}/message")).json()[-1]["info"] for s in stuck}
+    raise AssertionError(f"sessions still busy after {IDLE_LIMIT_S} s: {stuck}; last: {last}")
 
 
 async def test_resume_storm_loses_and_repeats_nothing(tmp_path: Path, project: Path) -> None:

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.tools.paths import IGNORED_DIRS, is_ignored
 from partwire.tools.textsearch import (
@@ -166,7 +168,9 @@ def find_text(project: Path, pattern: str) -> list[dict[str, Any]]:
         raise BadRequestError(f"pattern: {exc}", field="pattern", kind="Query") from None
 
 
-def _find_text(project: Path, compiled: Any, deadline: Deadline) -> list[dict[str, Any]]:
+def _find_text(
+    project: Path, compiled: regex.Pattern[str], deadline: Deadline
+) -> list[dict[str, Any]]:
     root = project.resolve()
     matches: list[dict[str, Any]] = []
     for path in text_files(root):

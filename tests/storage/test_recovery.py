@@ -27,23 +27,33 @@ from partwire.storage.sqlite import SqliteStore
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
 
-async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
+async def _opened(path: Path) -> SqliteStore:
+    """A store at ``path`` holding session ses_1 (whose work a test then "crashes")."""
     store = SqliteStore(path, Bus())
     await store.open()
     await store.put_session(_session(), [])
+    return store
+
+
+def _running_tool(call_id: str, tool: str, args: dict[str, str]) -> ToolPart:
+    return ToolPart(
+        id="prt_2",
+        sessionID="ses_1",
+        messageID="msg_2",
+        callID=call_id,
+        tool=tool,
+        state=ToolStateRunning(input=args, time=RunningTime(start=5)),
+    )
+
+
+async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    store = await _opened(path)
     await store.put_message(_assistant(), [])
     await store.put_part(_text(), [], streaming=True)
     for word in ["half ", "a ", "sentence"]:
         await store.append_delta(_delta(word))
-    running = ToolPart(
-        id="prt_2",
-        sessionID="ses_1",
-        messageID="msg_2",
-        callID="c1",
-        tool="read",
-        state=ToolStateRunning(input={"filePath": "x"}, time=RunningTime(start=5)),
-    )
+    running = _running_tool("c1", "read", {"filePath": "x"})
     pending = running.model_copy(
         update={"id": "prt_3", "call_id": "c2", "state": ToolStatePending()}
     )
@@ -79,9 +89,7 @@ async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> Non
 
 async def test_open_rejects_abandoned_asks_and_idles_working_sessions(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
-    store = SqliteStore(path, Bus())
-    await store.open()
-    await store.put_session(_session(), [])
+    store = await _opened(path)
     ask = PermissionRequest(id="per_1", sessionID="ses_1", permission="bash", patterns=["ls"])
     answered = ask.model_copy(update={"id": "per_2"})
     question = QuestionRequest(id="que_1", sessionID="ses_1", questions=[])
@@ -112,18 +120,9 @@ async def test_open_rejects_abandoned_asks_and_idles_working_sessions(tmp_path: 
 
 async def test_an_interrupted_tool_call_gets_a_result_the_model_can_read(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
-    store = SqliteStore(path, Bus())
-    await store.open()
-    await store.put_session(_session(), [])
+    store = await _opened(path)
     await store.put_message(_assistant(), [])
-    running = ToolPart(
-        id="prt_2",
-        sessionID="ses_1",
-        messageID="msg_2",
-        callID="call_9",
-        tool="bash",
-        state=ToolStateRunning(input={"command": "make deploy"}, time=RunningTime(start=5)),
-    )
+    running = _running_tool("call_9", "bash", {"command": "make deploy"})
     await store.put_part(running, [])
     await store.close()
     reopened = SqliteStore(path, Bus())

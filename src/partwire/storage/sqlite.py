@@ -77,9 +77,9 @@ class SqliteStore:
         self._reader_conns: list[sqlite3.Connection] = []
         self._backlog = 0
         self._delivered = 0
-        # the last write failure (disk full, I/O error) until a batch commits again: a
-        # streaming delta then fails at once instead of queueing writes that cannot land
-        self.failure: StorageError | None = None  # sticky until clear_failure()
+        # the last delta write that failed (disk full, I/O error), until clear_failure():
+        # the next delta raises it instead of queueing writes that cannot land
+        self.failure: StorageError | None = None
         self._open = False
 
     # ---- lifecycle -----------------------------------------------------------------------

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import regex
 
+from partwire.tools.paths import is_ignored
+
 SEARCH_SECONDS = 5.0  # the whole search's budget
 MAX_PATTERN_CHARS = 1_000
 
@@ -65,8 +67,6 @@ def contained(root: Path, path: Path) -> bool:
 
 def text_files(root: Path, include: str = "*") -> Iterator[Path]:
     """Regular files under ``root`` whose real path stays inside it."""
-    from partwire.tools.paths import is_ignored
-
     base = root.resolve()
     for path in base.rglob(include):
         try:

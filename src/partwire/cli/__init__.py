@@ -57,6 +57,19 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("-n", "--limit", type=int, default=20, help="how many (20)")
     sessions.add_argument("--attach", metavar="URL", help="use a running server")
     sessions.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+    export = commands.add_parser("export", help="write a whole session as JSON or markdown")
+    export.add_argument("session", metavar="ID", help="the session (see `partwire sessions`)")
+    export.add_argument(
+        "--format", choices=("json", "markdown"), default="json", help="json (default) or markdown"
+    )
+    export.add_argument("-o", "--output", type=Path, help="write to this file, not stdout")
+    export.add_argument("--attach", metavar="URL", help="use a running server")
+    export.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+    imported = commands.add_parser("import", help="load a session that `export` wrote")
+    imported.add_argument("file", help="the JSON export (- reads standard input)")
+    imported.add_argument("--attach", metavar="URL", help="use a running server")
+    imported.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
+
     models = commands.add_parser("models", help="list the models that are configured and usable")
     models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models.add_argument("--all", action="store_true", help="every model of every catalogue")
@@ -110,6 +123,21 @@ def _sessions(args: argparse.Namespace, settings: Settings, err: Console) -> int
     return asyncio.run(list_sessions(settings, args.attach, args.limit))
 
 
+def _export(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.transfer import export_session
+
+    return asyncio.run(
+        export_session(settings, args.attach, args.session, args.format, args.output)
+    )
+
+
+def _import(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.transfer import import_session, read_export
+
+    export = read_export(args.file)  # a bad file is refused before any server starts
+    return asyncio.run(import_session(settings, args.attach, export))
+
+
 def _models(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli.models import print_models
 
@@ -122,7 +150,15 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     return asyncio.run(run_prompt(args, settings))
 
 
-COMMANDS = {"serve": _serve, "db": _db, "sessions": _sessions, "models": _models, "run": _run}
+COMMANDS = {
+    "serve": _serve,
+    "db": _db,
+    "sessions": _sessions,
+    "export": _export,
+    "import": _import,
+    "models": _models,
+    "run": _run,
+}
 
 
 def _project(args: argparse.Namespace) -> Path | None:

@@ -24,6 +24,7 @@ from partwire.client.shapes import (
 from partwire.errors import BadRequestError, NotFoundError, UserError
 from partwire.providers.registry import parse_model_ref
 from partwire.schema.event import REGISTRY, Event, parse_event
+from partwire.schema.export import SessionExport
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import Part, part_adapter
 from partwire.schema.permission import (
@@ -158,6 +159,15 @@ class PartwireClient:
     async def messages(self, session_id: str) -> list[MessageWithParts]:
         raw = await self._request("GET", f"/session/{session_id}/message")
         return [MessageWithParts.model_validate(m) for m in raw]
+
+    async def export(self, session_id: str) -> SessionExport:
+        """The whole session: its info and every message with its parts, in order."""
+        info = await self.get_session(session_id)
+        return SessionExport(info=info, messages=await self.messages(session_id))
+
+    async def import_session(self, export: SessionExport) -> Session:
+        raw = await self._request("POST", "/session/import", export.wire())
+        return Session.model_validate(raw)
 
     async def snapshot(self, session_id: str) -> tuple[list[MessageWithParts], str | None]:
         """The session's messages and the event id they reflect: pass it to ``events()``."""

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from partwire import __version__, ids
 from partwire.config import Settings
-from partwire.errors import NotFoundError
+from partwire.errors import BadRequestError, NotFoundError
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     MessageInfo,
@@ -21,8 +21,9 @@ from partwire.schema.event import (
     SessionInfo,
     SessionUpdated,
 )
+from partwire.schema.export import SessionExport
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
-from partwire.schema.message import AssistantMessage
+from partwire.schema.message import AssistantMessage, MessageWithParts
 from partwire.schema.session import Session, SessionTime
 from partwire.session.agents import get_agent
 from partwire.session.loop import SessionLoop
@@ -35,6 +36,29 @@ _NOUNS = ("comet", "falcon", "harbor", "lantern", "meadow", "otter", "sailor", "
 
 def project_id(directory: str) -> str:
     return hashlib.sha1(directory.encode()).hexdigest()
+
+
+def _check_export(export: SessionExport) -> None:
+    """Every message must be the session's and every part its message's: 400 otherwise."""
+    seen: set[str] = set()
+    for index, entry in enumerate(export.messages):
+        if entry.info.session_id != export.info.id:
+            raise BadRequestError(
+                f"messages.{index}.info.sessionID is {entry.info.session_id}, "
+                f"not the exported session {export.info.id}",
+                field=f"messages.{index}.info.sessionID",
+            )
+        for number, part in enumerate(entry.parts):
+            if part.message_id != entry.info.id:
+                raise BadRequestError(
+                    f"messages.{index}.parts.{number}.messageID is {part.message_id}, "
+                    f"not its message {entry.info.id}",
+                    field=f"messages.{index}.parts.{number}.messageID",
+                )
+        for identifier in (entry.info.id, *(p.id for p in entry.parts)):
+            if identifier in seen:
+                raise BadRequestError(f"{identifier} appears twice in the export")
+            seen.add(identifier)
 
 
 def _slug() -> str:
@@ -96,26 +120,72 @@ class Sessions:
         history = await self.store.list_messages(session_id)
         if message_id is not None and all(e.info.id != message_id for e in history):
             raise NotFoundError("Message", message_id)
-        fork = await self.create(SessionCreateInput(title=f"{source.title} (fork)"))
-        new_ids: dict[str, str] = {}
+        cut: list[MessageWithParts] = []
         for entry in history:  # history order: the cut is by position, never by id
             if message_id is not None and entry.info.id == message_id:
                 break
-            new_ids[entry.info.id] = ids.message_id()
-            update: dict[str, object] = {"id": new_ids[entry.info.id], "session_id": fork.id}
+            cut.append(entry)
+        fork = await self.create(SessionCreateInput(title=f"{source.title} (fork)"))
+        await self._write_history(fork, cut, fresh_ids=True)
+        return fork
+
+    async def import_session(self, export: SessionExport) -> Session:
+        """Store an exported session in this project. Its ids are kept when none is
+        stored yet; otherwise (imported twice, or exported from here) it becomes a copy
+        with new ids, so an import never overwrites anything."""
+        _check_export(export)
+        history = export.messages
+        taken = await self.store.ids_in_use(
+            [m.info.id for m in history], [p.id for m in history for p in m.parts]
+        )
+        fresh = bool(taken) or await self._session_exists(export.info.id)
+        directory = str(self.settings.project_dir)
+        session = export.info.model_copy(
+            update={
+                "id": ids.session_id() if fresh else export.info.id,
+                "directory": directory,
+                "project_id": project_id(directory),
+                "parent_id": None,
+                "revert": None,
+            }
+        )
+        await self.store.put_session(
+            session, [SessionCreated(SessionInfo(session_id=session.id, info=session))]
+        )
+        await self._write_history(session, history, fresh_ids=fresh)
+        return session
+
+    async def _session_exists(self, session_id: str) -> bool:
+        try:
+            await self.store.get_session(session_id)
+        except NotFoundError:
+            return False
+        return True
+
+    async def _write_history(
+        self, target: Session, history: list[MessageWithParts], *, fresh_ids: bool
+    ) -> None:
+        """Write messages and parts into ``target`` in order, re-keyed when asked."""
+        new_ids: dict[str, str] = {}
+        for entry in history:
+            new_ids[entry.info.id] = ids.message_id() if fresh_ids else entry.info.id
+            update: dict[str, object] = {"id": new_ids[entry.info.id], "session_id": target.id}
             if isinstance(entry.info, AssistantMessage):
                 update["parent_id"] = new_ids.get(entry.info.parent_id, entry.info.parent_id)
             info = entry.info.model_copy(update=update)
             await self.store.put_message(
-                info, [MessageUpdated(MessageInfo(session_id=fork.id, info=info))]
+                info, [MessageUpdated(MessageInfo(session_id=target.id, info=info))]
             )
             for part in entry.parts:
                 copy = part.model_copy(
-                    update={"id": ids.part_id(), "session_id": fork.id, "message_id": info.id}
+                    update={
+                        "id": ids.part_id() if fresh_ids else part.id,
+                        "session_id": target.id,
+                        "message_id": info.id,
+                    }
                 )
-                props = PartUpdatedProps(session_id=fork.id, part=copy, time=fork.time.created)
+                props = PartUpdatedProps(session_id=target.id, part=copy, time=target.time.created)
                 await self.store.put_part(copy, [MessagePartUpdated(props)])
-        return fork
 
     async def update(self, session_id: str, body: SessionUpdateInput) -> Session:
         session = await self.store.get_session(session_id)

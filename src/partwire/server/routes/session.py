@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 
 from partwire.schema.base import WireModel
+from partwire.schema.export import SessionExport
 from partwire.schema.input import (
     ForkInput,
     PromptInput,
@@ -73,6 +74,13 @@ async def create_session(
     if runtime.settings.server_password:
         runtime.quotas.create_session(request.client.host if request.client else "?")
     return wire(await requested_project(request).sessions.create(body or SessionCreateInput()))
+
+
+@router.post("/import", response_model=Session, operation_id="session.import")
+async def import_session(request: Request, body: SessionExport) -> Response:
+    """partwire's own route: store a session that ``GET /session/{id}`` and its messages
+    (``partwire export``) wrote, in the requested project."""
+    return wire(await requested_project(request).sessions.import_session(body))
 
 
 @router.get("/status", response_model=dict[str, SessionStatus], operation_id="session.status")

@@ -1,0 +1,50 @@
+"""POST /session/import: the route behind `partwire import` checks what it stores."""
+
+from __future__ import annotations
+
+import httpx
+
+from partwire.client.http import PartwireClient
+
+
+async def _exported(client: PartwireClient) -> dict[str, object]:
+    session = await client.create_session(title="To copy")
+    await client.prompt(session.id, "hello there")
+    return (await client.export(session.id)).wire()
+
+
+async def test_a_message_of_another_session_is_refused_by_name(
+    client: PartwireClient, server: str
+) -> None:
+    body = await _exported(client)
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    messages[1]["info"]["sessionID"] = "ses_other"
+    before = len(await client.list_sessions())
+    async with httpx.AsyncClient(base_url=server) as http:
+        response = await http.post("/session/import", json=body)
+    assert response.status_code == 400
+    assert "messages.1.info.sessionID" in response.json()["data"]["message"]
+    assert len(await client.list_sessions()) == before
+
+
+async def test_an_import_is_announced_and_its_history_order_kept(
+    client: PartwireClient,
+) -> None:
+    body = await _exported(client)
+    events = client.events()
+    async for event in events:
+        if event.type == "server.connected":
+            break
+    async with httpx.AsyncClient(base_url=client.base_url) as http:
+        response = await http.post("/session/import", json=body)
+    assert response.status_code == 200, response.text
+    copy_id = response.json()["id"]
+    async for event in events:
+        if event.type == "session.created":
+            assert event.properties.info.id == copy_id
+            break
+    await events.aclose()
+    copied = await client.messages(copy_id)
+    assert [m.info.role for m in copied] == ["user", "assistant"]
+    assert copied[1].info.parent_id == copied[0].info.id

@@ -15,19 +15,19 @@ from tests.cli.test_cli import _env, _run
 async def test_yes_allows_each_ask_once(settings: Settings) -> None:
     code, out, err = await _run(settings, "run", "--yes", "--agent", "plan", "bash", "echo", "ok")
     assert code == 0, err
-    assert "? permission bash: echo ok" in out
-    assert "✓ bash" in out
+    assert "? permission bash: echo ok\n  allowed once (--yes)" in err
+    assert "✓ bash" in err and out.strip() == "The `bash` tool returned 1 lines:\n\n    ok"
 
 
 async def test_without_a_terminal_asks_are_rejected_with_a_hint(settings: Settings) -> None:
-    _, out, _ = await _run(settings, "run", "--agent", "plan", "bash", "echo", "ok")
-    assert "rejected: no terminal to ask at (pass --yes to allow)" in out
-    assert "✗ bash     The user rejected permission to use this tool." in out
-    _, out, _ = await _run(settings, "run", "question")
-    assert "dismissed (no terminal)" in out
+    _, _, err = await _run(settings, "run", "--agent", "plan", "bash", "echo", "ok")
+    assert "rejected: no terminal to ask at (pass --yes to allow)" in err
+    assert "✗ bash     The user rejected permission to use this tool." in err
+    _, _, err = await _run(settings, "run", "question")
+    assert "dismissed (no terminal)" in err
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class Terminal:

@@ -41,18 +41,20 @@ async def _run(settings: Settings, *args: str, delay_ms: str = "0") -> tuple[int
 async def test_run_renders_text_reasoning_and_a_final_line(settings: Settings) -> None:
     code, out, err = await _run(settings, "run", "hello", "there")
     assert code == 0, err
-    assert "The user wrote 2 words" in out  # reasoning
-    assert "You said: **hello there**" in out  # streamed text
-    assert "tokens in " in out.splitlines()[-1] and "out " in out.splitlines()[-1]
+    assert "The user wrote 2 words" in err  # reasoning is not the answer
+    assert "You said: **hello there**" in out  # streamed text, as the model wrote it
+    summary = err.splitlines()[-2]  # then the demo note
+    assert summary.startswith("demo/demo · tokens in ") and "out " in summary
 
 
 async def test_run_shows_tools_as_one_line_with_their_state(settings: Settings) -> None:
-    code, out, _ = await _run(settings, "run", "README.md")
+    code, out, err = await _run(settings, "run", "README.md")
     assert code == 0
-    tool_lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
+    tool_lines = [line for line in err.splitlines() if line.startswith(("✓", "✗"))]
     assert tool_lines == ["✓ read     README.md"]
-    code, out, _ = await _run(settings, "run", "list")
-    assert "✓ list     ." in out
+    assert "✓" not in out and "tokens in" not in out and "session ses_" not in out
+    code, out, err = await _run(settings, "run", "list")
+    assert "✓ list     ." in err
 
 
 async def test_bad_model_is_a_message_not_a_traceback(settings: Settings) -> None:
@@ -92,7 +94,7 @@ async def test_ctrl_c_aborts_the_session_cleanly(settings: Settings, server: str
     process.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 130, err
-    assert "aborting" in out.decode() and "aborted · demo/demo · tokens" in out.decode()
+    assert "aborting" in err.decode() and "aborted · demo/demo · tokens" in err.decode()
     assert "Traceback" not in err.decode()
     async with httpx.AsyncClient(base_url=server) as http:
         [session] = (await http.get("/session")).json()
@@ -130,7 +132,7 @@ async def test_the_demo_note_says_why_once_and_the_summary_names_model_and_cost(
 ) -> None:
     _, out, err = await _run(settings, "run", "hi")
     assert err.count("The offline demo model answered: no model provider is configured") == 1
-    last = out.splitlines()[-1]
+    last = [line for line in err.splitlines() if "tokens in" in line][-1]
     assert last.startswith("demo/demo · tokens in") and "$0.0000" in last
     _, _, err = await _run(settings, "run", "-m", "demo/demo", "hi")
     assert "offline demo model answered" not in err  # asked for by name

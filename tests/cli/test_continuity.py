@@ -51,7 +51,7 @@ async def test_standard_input_is_appended_to_the_prompt(settings: Settings) -> N
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(b"alpha beta gamma\n"), 60)
     assert process.returncode == 0, err.decode()
-    assert "The user wrote 4 words" in out.decode()  # "summarize" + three piped words
+    assert "The user wrote 4 words" in err.decode()  # "summarize" + three piped words
     piped_only = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "partwire", "run",
         cwd=settings.project_dir, env=_env(settings),

@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--title", help="the session's title")
     run.add_argument("--yes", action="store_true", help="allow every permission ask once")
+    run.add_argument(
+        "--format",
+        choices=("default", "json"),
+        default="default",
+        help="default: the answer rendered; json: one JSON event a line (opencode's shape)",
+    )
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
     sessions = commands.add_parser("sessions", help="list this project's recent sessions")

@@ -12,8 +12,8 @@ from typing import TextIO
 
 from rich.console import Console
 
-from partwire.cli.asks import Answerer
-from partwire.cli.render import Renderer
+from partwire.cli.asks import Answerer, Interrupted
+from partwire.cli.render import JsonLines, Renderer
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
 from partwire.errors import BadRequestError, NotFoundError, PartwireError
@@ -92,8 +92,14 @@ async def _session_for(
     return session, False
 
 
+def _renderer(args: argparse.Namespace, out: Console, err: Console, session_id: str) -> Renderer:
+    if args.format == "json":
+        return JsonLines(sys.stdout, err, session_id)
+    return Renderer(out, err, session_id)
+
+
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
-    console = Console(highlight=False)
+    out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
     text = prompt_text(args.message, sys.stdin)
     async with (
@@ -102,7 +108,8 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     ):
         session, made = await _session_for(client, args, settings)
         err.print(f"[dim]session {session.id}[/dim]")
-        renderer = Renderer(console, session.id)
+        renderer = _renderer(args, out, err, session.id)
+        answerer = Answerer(client, err, auto_allow=args.yes, family={session.id})
         events = client.events()
         await _wait_connected(events)
         interrupted = asyncio.Event()
@@ -113,7 +120,9 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
             if interrupted.is_set():
                 raise KeyboardInterrupt
             interrupted.set()
-            console.print("\n[yellow]aborting…[/yellow]")
+            renderer.pause()
+            if not answerer.interrupt():
+                err.print("[yellow]aborting…[/yellow]")
             task = loop.create_task(client.abort(session.id))
             pending.add(task)
             task.add_done_callback(pending.discard)
@@ -127,12 +136,16 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
                 if made:  # a refused prompt leaves no empty session behind
                     await client.delete_session(session.id)
                 raise
-            answerer = Answerer(client, console, auto_allow=args.yes, family={session.id})
+            renderer.waiting()
             async for event in events:
                 renderer.handle(event)
+                if event.type in ("permission.asked", "question.asked"):
+                    renderer.pause()
                 await answerer.handle(event)
                 if event.type == "session.idle" and event.session_id == session.id:
                     break
+        except Interrupted:  # Ctrl-C at a prompt: the run ends now, the abort is sent
+            await asyncio.gather(*pending, return_exceptions=True)
         finally:
             with contextlib.suppress(NotImplementedError):
                 loop.remove_signal_handler(signal.SIGINT)

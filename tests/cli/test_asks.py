@@ -33,8 +33,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 class Terminal:
     """A child process on a pseudo-terminal: read what it prints, type answers."""
 
-    def __init__(self, settings: Settings, *args: str) -> None:
+    def __init__(self, settings: Settings, *args: str, delay_ms: str = "0") -> None:
         self.master, self.slave = pty.openpty()
+        self.delay_ms = delay_ms
         os.set_blocking(self.master, False)
         self.settings, self.args = settings, args
         self.screen = ""
@@ -53,7 +54,7 @@ class Terminal:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "partwire", *self.args,
             cwd=self.settings.project_dir,
-            env=_env(self.settings),
+            env=_env(self.settings, self.delay_ms),
             stdin=self.slave, stdout=self.slave, stderr=self.slave,
         )  # fmt: skip
         os.close(self.slave)

@@ -94,6 +94,7 @@ async def test_ctrl_c_aborts_the_session_cleanly(settings: Settings, server: str
     process.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 130, err
+    assert "aborting" not in out.decode() and "tokens" not in out.decode()
     assert "aborting" in err.decode() and "aborted · demo/demo · tokens" in err.decode()
     assert "Traceback" not in err.decode()
     async with httpx.AsyncClient(base_url=server) as http:
@@ -131,6 +132,7 @@ async def test_the_demo_note_says_why_once_and_the_summary_names_model_and_cost(
     settings: Settings,
 ) -> None:
     _, out, err = await _run(settings, "run", "hi")
+    assert "offline demo" not in out and "You said: **hi**" in out
     assert err.count("The offline demo model answered: no model provider is configured") == 1
     last = [line for line in err.splitlines() if "tokens in" in line][-1]
     assert last.startswith("demo/demo · tokens in") and "$0.0000" in last

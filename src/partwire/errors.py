@@ -115,7 +115,9 @@ class RejectedError(ToolError):
         self.feedback = feedback
 
 
-ProviderErrorKind = Literal["api", "auth", "context_overflow", "output_length", "content_filter"]
+ProviderErrorKind = Literal[
+    "api", "auth", "context_overflow", "output_length", "content_filter", "unreachable"
+]
 
 
 class ProviderError(PartwireError):

@@ -80,7 +80,13 @@ class ProviderClient:
 def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
     def make(model_id: str, settings: Settings) -> LanguageModel:
         known = client.config.models.get(model_id)
-        return LibraryModel(client.config.id, model_id, lambda: client.model(model_id), known)
+        return LibraryModel(
+            client.config.id,
+            model_id,
+            lambda: client.model(model_id),
+            known,
+            base_url=client.config.base_url,
+        )
 
     return make
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from pydantic_ai import exceptions as pa_errors
 from pydantic_ai import messages as pa
 from pydantic_ai.direct import model_request_stream
@@ -219,9 +220,40 @@ def auth_message(provider: str, status: int | None) -> str:
     return f"authentication failed for provider {provider}{refused}: check {where}"
 
 
-def classify(exc: Exception, provider: str) -> StreamError:
+UNREACHABLE_RETRY_S = 1.0  # connection refused is retried briefly, then named
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """Why the connection behind an SDK error failed, if that is what went wrong."""
+    seen: set[int] = set()
+    reason: str | None = None
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, httpx.ConnectError):
+            reason = str(current) or "cannot connect"
+        current = current.__cause__ or current.__context__
+    return reason
+
+
+def unreachable_message(provider: str, base_url: str | None, reason: str) -> str:
+    where = f" at {base_url}" if base_url else ""
+    fix = "its baseURL in partwire.json" if base_url else "your network"
+    return f"cannot reach provider {provider}{where} ({reason}): check {fix}"
+
+
+def classify(exc: Exception, provider: str, base_url: str | None = None) -> StreamError:
     """A pydantic-ai / SDK exception as our stream error, with retryability and kind."""
     message = str(exc)
+    if (failure := _connect_failure(exc)) is not None:
+        return StreamError(
+            unreachable_message(provider, base_url, failure),
+            retryable=True,
+            retry_after_s=UNREACHABLE_RETRY_S,
+            kind="unreachable",
+        )
     retry_after = getattr(exc, "retry_after", None)
     status = getattr(exc, "status_code", None)
     if isinstance(exc, pa_errors.ModelAuthenticationError) or status in (401, 403):
@@ -252,8 +284,10 @@ class LibraryModel:
         model_id: str,
         build: Callable[[], Model],
         config: ModelConfig | None = None,
+        base_url: str | None = None,
     ) -> None:
         self.provider_id = provider_id
+        self.base_url = base_url
         self.model_id = model_id
         self.config = config
         self.context_limit = facts(provider_id, model_id, config).context
@@ -279,7 +313,7 @@ class LibraryModel:
         except (pa_errors.AgentRunError, pa_errors.UserError) as exc:
             for mapped in mapper.close_all():
                 yield mapped
-            yield classify(exc, self.provider_id)
+            yield classify(exc, self.provider_id, self.base_url)
             return
         for mapped in mapper.close_all():
             yield mapped

@@ -121,7 +121,9 @@ class StreamError:
     retryable: bool = False
     status_code: int | None = None
     retry_after_s: float | None = None
-    kind: Literal["api", "auth", "context_overflow", "output_length", "content_filter"] = "api"
+    kind: Literal[
+        "api", "auth", "context_overflow", "output_length", "content_filter", "unreachable"
+    ] = "api"
     type: Literal["error"] = "error"
 
 

@@ -63,6 +63,7 @@ FLUSH_MIN_CHARS = 16_384
 
 StatusUpdate = Callable[[SessionStatus], Awaitable[None]]
 MAX_RETRIES = 5
+UNREACHABLE_RETRIES = 2  # a refused connection rarely heals in seconds: say so soon
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 30.0
 
@@ -174,7 +175,8 @@ class Processor:
                 attempt += 1
                 await self._retry(attempt, error)
             except ProviderError as exc:
-                if not exc.retryable or attempt >= MAX_RETRIES:
+                limit = UNREACHABLE_RETRIES if exc.kind == "unreachable" else MAX_RETRIES
+                if not exc.retryable or attempt >= limit:
                     raise
                 attempt += 1
                 await self._retry(attempt, exc)

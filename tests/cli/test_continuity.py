@@ -3,10 +3,13 @@ leaves nothing behind, and start-up mistakes are one line."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -134,3 +137,65 @@ async def test_run_attach_works_in_the_project_it_is_run_from(
         )  # fmt: skip
         out_b, err_b = await asyncio.wait_for(process.communicate(), 60)
         assert process.returncode == 0 and "only-here.txt" in out_b.decode(), err_b.decode()
+
+
+async def _serve_once(settings: Settings, *flags: str) -> str:
+    """Serve on a free port, ask for one known and one unknown session, stop: stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "partwire", "serve", "--port", "0", *flags,
+        cwd=settings.project_dir, env=_env(settings),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    banner = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+    url = re.search(r"http://127\.0\.0\.1:\d+", banner)
+    assert url, banner
+    async with httpx.AsyncClient(base_url=url.group(0)) as http:
+        assert (await http.get("/session")).status_code == 200
+        assert (await http.get("/session/ses_missing")).status_code == 404
+    process.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    return banner + err.decode()
+
+
+async def test_the_server_logs_requests_to_its_file_or_to_stderr(settings: Settings) -> None:
+    err = await _serve_once(settings)
+    assert "partwire.http" not in err  # to the file by default
+    written = (settings.data_dir / "log" / "partwire.log").read_text()
+    assert re.search(r"INFO partwire\.http: GET /session 200 [\d.]+ms", written), written
+    assert "GET /session/ses_missing 404" in written
+
+    err = await _serve_once(settings, "--print-logs")
+    assert re.search(r"INFO partwire\.http: GET /session/ses_missing 404 [\d.]+ms", err), err
+
+    err = await _serve_once(settings, "--print-logs", "--log-level", "WARN")
+    assert "partwire.http" not in err, "requests are INFO, below WARN"
+    code, _, err = await _run(settings, "serve", "--log-level", "loud")
+    assert code == 2 and "invalid choice: 'LOUD'" in err
+
+
+async def test_provider_errors_are_logged(settings: Settings) -> None:
+    port = 9  # discard: nothing listens on loopback
+    options = {"baseURL": f"http://127.0.0.1:{port}/v1", "apiKey": "local-key"}
+    config = {"provider": {"local": {"options": options, "models": {"m1": {}}}}}
+    (settings.project_dir / "partwire.json").write_text(__import__("json").dumps(config))
+    _, _, err = await _run(settings, "run", "--print-logs", "-m", "local/m1", "hi")
+    assert re.search(r"WARNING partwire\.session\.processor: local/m1 retry 1 in 1\.0s", err)
+    assert "WARNING partwire.session.processor: local/m1 failed: cannot reach" in err
+
+
+def test_every_option_has_help_text() -> None:
+    from partwire.cli import _parser
+
+    def actions(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.Action]]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from ((f"{name} {where}", a) for where, a in actions(sub))
+            else:
+                yield parser.prog, action
+
+    found = list(actions(_parser()))
+    assert len(found) > 40
+    missing = [(where, a.dest) for where, a in found if not a.help]
+    assert missing == []

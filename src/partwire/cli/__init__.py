@@ -11,12 +11,32 @@ from pathlib import Path
 import httpx
 from rich.console import Console
 
-from partwire import __version__
+from partwire import __version__, logs
 from partwire.config import DEFAULT_HOST, DEFAULT_PORT, Settings, load_settings
 from partwire.errors import ConfigError, PartwireError
+from partwire.logs import LEVELS
+
+
+def _logging_options() -> argparse.ArgumentParser:
+    """--log-level and --print-logs, as opencode names them, on every command."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default="INFO",
+        type=str.upper,
+        help="least important log level written (INFO)",
+    )
+    options.add_argument(
+        "--print-logs",
+        action="store_true",
+        help="print logs to standard error instead of the log file in the data dir",
+    )
+    return options
 
 
 def _parser() -> argparse.ArgumentParser:
+    logging_options = _logging_options()
     parser = argparse.ArgumentParser(
         prog="partwire",
         description="An agent-session server: `partwire serve` for the web UI and the API, "
@@ -27,14 +47,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="serve the API on a port (default 127.0.0.1:4096)")
+    serve = commands.add_parser(
+        "serve", parents=[logging_options], help="serve the API on a port (default 127.0.0.1:4096)"
+    )
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="port (4096; 0 picks a free one)"
     )
     serve.add_argument("--hostname", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
     serve.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
-    run = commands.add_parser("run", help="send one prompt and render the answer live")
+    run = commands.add_parser(
+        "run", parents=[logging_options], help="send one prompt and render the answer live"
+    )
     run.add_argument(
         "message", nargs="*", help="the prompt text (standard input, when piped, is appended)"
     )
@@ -59,11 +83,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
-    sessions = commands.add_parser("sessions", help="list this project's recent sessions")
+    sessions = commands.add_parser(
+        "sessions", parents=[logging_options], help="list this project's recent sessions"
+    )
     sessions.add_argument("-n", "--limit", type=int, default=20, help="how many (20)")
     sessions.add_argument("--attach", metavar="URL", help="use a running server")
     sessions.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
-    export = commands.add_parser("export", help="write a whole session as JSON or markdown")
+    export = commands.add_parser(
+        "export", parents=[logging_options], help="write a whole session as JSON or markdown"
+    )
     export.add_argument("session", metavar="ID", help="the session (see `partwire sessions`)")
     export.add_argument(
         "--format", choices=("json", "markdown"), default="json", help="json (default) or markdown"
@@ -71,19 +99,27 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", type=Path, help="write to this file, not stdout")
     export.add_argument("--attach", metavar="URL", help="use a running server")
     export.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
-    imported = commands.add_parser("import", help="load a session that `export` wrote")
+    imported = commands.add_parser(
+        "import", parents=[logging_options], help="load a session that `export` wrote"
+    )
     imported.add_argument("file", help="the JSON export (- reads standard input)")
     imported.add_argument("--attach", metavar="URL", help="use a running server")
     imported.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
-    models = commands.add_parser("models", help="list the models that are configured and usable")
+    models = commands.add_parser(
+        "models", parents=[logging_options], help="list the models that are configured and usable"
+    )
     models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models.add_argument("--all", action="store_true", help="every model of every catalogue")
 
     db = commands.add_parser("db", help="check or back up the database")
     db_commands = db.add_subparsers(dest="db_command", required=True)
-    db_commands.add_parser("check", help="integrity and schema version of the database")
-    backup = db_commands.add_parser("backup", help="copy the database (safe while serving)")
+    db_commands.add_parser(
+        "check", parents=[logging_options], help="integrity and schema version of the database"
+    )
+    backup = db_commands.add_parser(
+        "backup", parents=[logging_options], help="copy the database (safe while serving)"
+    )
     backup.add_argument("path", type=Path, help="the new file")
     return parser
 
@@ -174,6 +210,14 @@ def _project(args: argparse.Namespace) -> Path | None:
     return project
 
 
+def _start_logging(args: argparse.Namespace, settings: Settings) -> None:
+    try:
+        logs.setup(args.log_level, args.print_logs, settings.data_dir / "log")
+    except OSError as exc:
+        where = settings.data_dir / "log"
+        raise ConfigError(f"cannot write logs in {where}: {exc.strerror or exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -183,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     err = Console(stderr=True)
     try:
         settings = load_settings(project_dir=_project(args))
+        _start_logging(args, settings)
         return COMMANDS[args.command](args, settings, err)
     except PartwireError as exc:
         err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)

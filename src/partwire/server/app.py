@@ -12,6 +12,7 @@ from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, sse, ui
+from partwire.server.access import AccessLog
 from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
 from partwire.server.limits import BodyLimit, UnicodeGuard
@@ -44,6 +45,7 @@ def _protect(app: FastAPI, settings: Settings) -> None:
         )
     # outermost: a request from a foreign Host or Origin is refused before anything else
     app.add_middleware(RequestGuard, hosts=settings.allowed_hosts, origins=settings.cors_origins)
+    app.add_middleware(AccessLog)  # around everything: refused requests are logged too
 
 
 def _index(app: FastAPI) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from partwire.storage.base import Store
 FLUSH_MIN_CHARS = 16_384
 
 StatusUpdate = Callable[[SessionStatus], Awaitable[None]]
+log = logging.getLogger(__name__)
 MAX_RETRIES = 5
 UNREACHABLE_RETRIES = 2  # a refused connection rarely heals in seconds: say so soon
 RETRY_BASE_S = 2.0
@@ -149,9 +151,11 @@ class Processor:
         except StorageError as exc:
             return await self._finish_unstored(exc)
         except ProviderError as exc:
+            log.warning("%s/%s failed: %s", *self._model_names(), exc.message)
             await self._close_open("error")
             self.message = self.message.model_copy(update={"error": message_error(exc)})
         except Exception as exc:  # a bug or a provider that broke its contract
+            log.exception("%s/%s broke off", *self._model_names())
             await self._close_open("error")
             self.message = self.message.model_copy(
                 update={"error": unknown_error(f"{type(exc).__name__}: {exc}")}
@@ -181,10 +185,15 @@ class Processor:
                 attempt += 1
                 await self._retry(attempt, exc)
 
+    def _model_names(self) -> tuple[str, str]:
+        return self.message.provider_id, self.message.model_id
+
     async def _retry(self, attempt: int, exc: ProviderError) -> None:
         """Show the failure (a retry part, status retry), wait, then go back to busy."""
         await self._close_open("retry")
         delay = retry_delay(attempt, exc.retry_after_s)
+        provider, model = self._model_names()
+        log.warning("%s/%s retry %d in %.1fs: %s", provider, model, attempt, delay, exc.message)
         now = now_ms()
         await self._save(
             RetryPart(

@@ -213,9 +213,8 @@ def _project(args: argparse.Namespace) -> Path | None:
 def _start_logging(args: argparse.Namespace, settings: Settings) -> None:
     try:
         logs.setup(args.log_level, args.print_logs, settings.data_dir / "log")
-    except OSError as exc:
-        where = settings.data_dir / "log"
-        raise ConfigError(f"cannot write logs in {where}: {exc.strerror or exc}") from None
+    except OSError:  # no log file: the data dir's own check names the problem next
+        logs.setup(args.log_level, True, settings.data_dir / "log")
 
 
 def main(argv: list[str] | None = None) -> int:

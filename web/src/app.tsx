@@ -117,6 +117,7 @@ async function sendPrompt(current: string | null, parts: PromptPart[], model: Mo
       open(id);
       await loadSession(id);
     }
+    store.notify(`sent:${id}`);
     await api.prompt(id, parts, model, agent);
   } catch (e) {
     store.reportError((e as Error).message);

@@ -44,9 +44,19 @@ function useFollow(scroller: Scroller) {
     return () => grow.disconnect();
   }, []);
 
+  // Only a person scrolling up stops following: a scrollTop the browser clamps when
+  // content shrinks (a card collapsing, a part replaced) also fires scroll events, so a
+  // scroll without a pointer, wheel, key or touch behind it re-pins to the bottom.
+  const dragging = useRef(false);
+  useEffect(() => {
+    const release = () => (dragging.current = false);
+    window.addEventListener("pointerup", release);
+    return () => window.removeEventListener("pointerup", release);
+  }, []);
   const scrolled = (el: HTMLDivElement) => {
     if (el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM) follow(true);
-    else if (el.scrollTop < lastTop.current - 2) follow(false);
+    else if (dragging.current && el.scrollTop < lastTop.current - 2) follow(false);
+    else if (followingRef.current) toBottom();
     lastTop.current = el.scrollTop;
   };
   // the user's own intent to look back wins over following at once
@@ -54,6 +64,7 @@ function useFollow(scroller: Scroller) {
     onWheel: (e: WheelEvent) => e.deltaY < 0 && follow(false),
     onKeyDown: (e: KeyboardEvent) => ["PageUp", "ArrowUp", "Home"].includes(e.key) && follow(false),
     onTouchMove: () => follow(false),
+    onPointerDown: () => (dragging.current = true),
   };
   const jump = () => {
     follow(true);
@@ -130,6 +141,12 @@ export function Conversation({ sessionID }: { sessionID: string }) {
   const total = offsets[messages.length];
   const top = followingRef.current ? Math.max(0, total - view.height) : view.top;
   const [first, last] = rowsNear(offsets, top, view.height);
+
+  // a prompt sent from this page always brings the view to the bottom
+  const sent = useStore(`sent:${sessionID}`);
+  useEffect(() => {
+    if (sent > 0) jump();
+  }, [sent]);
 
   const measureView = () => {
     const el = scroller.current;

@@ -19,11 +19,17 @@ export class ApiError extends Error {
   }
 }
 
+/** The project directory this page serves (`?directory=` in its address), else the
+ * server's own; every request names it, as opencode's clients do. */
+export const directory = new URLSearchParams(location.search).get("directory") ?? "";
+
 async function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const init: RequestInit = { method, headers: {} };
+  const headers: Record<string, string> = {};
+  if (directory) headers["x-opencode-directory"] = encodeURIComponent(directory);
+  const init: RequestInit = { method, headers };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
-    init.headers = { "content-type": "application/json" };
+    headers["content-type"] = "application/json";
   }
   const response = await fetch(path, init);
   if (!response.ok) {
@@ -48,6 +54,19 @@ export interface ProviderList {
   all: { id: string; name: string; models: Record<string, { id: string; name: string }> }[];
   default: Record<string, string>;
   connected: string[];
+}
+
+export interface Project {
+  id: string;
+  worktree: string;
+  name?: string;
+  sandboxes: string[];
+  time: { created: number; updated: number };
+}
+
+/** The directory a project entry stands for: a folder inside a work tree, or the tree. */
+export function projectDirectory(project: Project): string {
+  return project.sandboxes[0] ?? project.worktree;
 }
 
 export interface PromptPart {
@@ -92,4 +111,5 @@ export const api = {
   findFiles: (query: string) =>
     json<string[]>("GET", `/find/file?query=${encodeURIComponent(query)}&limit=20`),
   path: () => json<{ directory: string; worktree: string }>("GET", "/path"),
+  projects: () => json<Project[]>("GET", "/project"),
 };

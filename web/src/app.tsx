@@ -5,6 +5,7 @@ import { Conversation } from "./conversation";
 import { loadSession } from "./loader";
 import { useStore } from "./hooks";
 import { PermissionPrompt, QuestionPrompt } from "./prompts";
+import { ProjectSwitcher } from "./projects";
 import { PromptBox } from "./promptbox";
 import { SessionList } from "./sessions";
 import { store } from "./store";
@@ -146,6 +147,22 @@ function TopBar({ current, onMenu }: { current: string | null; onMenu: () => voi
   );
 }
 
+/** Esc stops the running session, unless something on screen used the key first
+ * (a mention list, a rename, an image lightbox). */
+function useStopOnEscape(busy: boolean, stop: () => void): void {
+  useEffect(() => {
+    if (!busy) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape" || e.defaultPrevented) return;
+      const target = e.target as HTMLElement | null;
+      if (target?.closest(".rename") || document.querySelector(".lightbox")) return;
+      stop();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [busy, stop]);
+}
+
 export function App() {
   useStore("sessions", "status", "reload", "error");
   const [menu, setMenu] = useState(false);
@@ -154,12 +171,18 @@ export function App() {
   const status = current ? store.status.get(current) : undefined;
   const busy = status !== undefined && status.type !== "idle";
   const stop = () => current && void api.abort(current).catch((e: Error) => setError(e.message));
+  useStopOnEscape(busy, stop);
+  const title = current ? store.sessions.get(current)?.title : undefined;
+  useEffect(() => {
+    document.title = title ? `${title} · partwire` : "partwire";
+  }, [title]);
 
   return (
     <div class={`app ${menu ? "menu-open" : ""}`}>
       <Banner />
       <aside class="sidebar" onClick={(e) => (e.target as HTMLElement).closest(".session-link") && setMenu(false)}>
         <div class="brand">partwire</div>
+        <ProjectSwitcher />
         <SessionList current={current} onOpen={open} onError={setError} />
       </aside>
       <main class="main">

@@ -133,8 +133,7 @@ function useMentions(agents: Agent[], text: string, setText: (text: string) => v
     } else if (e.key === "Enter" || e.key === "Tab") {
       pick(suggestions[selected]);
     } else if (e.key === "Escape") {
-      setSuggestions([]);
-      return true;
+      setSuggestions([]); // and not a Stop: preventDefault below tells the page
     } else {
       return false;
     }
@@ -166,6 +165,59 @@ function MentionList({ suggestions, selected, onPick }: { suggestions: Suggestio
   );
 }
 
+const HISTORY_KEY = "partwire.history";
+const HISTORY_MAX = 100;
+
+function savedPrompts(): string[] {
+  try {
+    const saved: unknown = JSON.parse(localStorage.getItem(HISTORY_KEY) ?? "[]");
+    return Array.isArray(saved) ? saved.filter((p): p is string => typeof p === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** ↑ on the first line recalls earlier prompts (newest first), ↓ goes back towards the
+ * draft being typed; prompts are kept in this browser, like a shell's history. */
+function usePromptHistory(setText: (text: string) => void, box: { current: HTMLTextAreaElement | null }) {
+  const index = useRef(-1); // -1: not browsing; else steps back from the newest
+  const draft = useRef("");
+  const show = (text: string) => {
+    setText(text);
+    requestAnimationFrame(() => box.current?.setSelectionRange(text.length, text.length));
+  };
+  const keyDown = (e: KeyboardEvent): boolean => {
+    const el = box.current;
+    if (!el || e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return false;
+    const prompts = savedPrompts();
+    const onFirstLine = !el.value.slice(0, el.selectionStart).includes("\n");
+    const onLastLine = !el.value.slice(el.selectionEnd).includes("\n");
+    if (e.key === "ArrowUp" && onFirstLine && index.current + 1 < prompts.length) {
+      if (index.current === -1) draft.current = el.value;
+      index.current += 1;
+      show(prompts[prompts.length - 1 - index.current]);
+    } else if (e.key === "ArrowDown" && onLastLine && index.current >= 0) {
+      index.current -= 1;
+      show(index.current === -1 ? draft.current : prompts[prompts.length - 1 - index.current]);
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    return true;
+  };
+  const remember = (prompt: string) => {
+    const prompts = savedPrompts().filter((p) => p !== prompt);
+    prompts.push(prompt);
+    try {
+      localStorage.setItem(HISTORY_KEY, JSON.stringify(prompts.slice(-HISTORY_MAX)));
+    } catch {
+      // storage full or disabled: history is a convenience
+    }
+    index.current = -1;
+  };
+  return { keyDown, remember, typed: () => (index.current = -1) };
+}
+
 export function PromptBox({ busy, onSend, onStop }: Props) {
   const { providers, agents } = useChoices();
   const [text, setText] = useState("");
@@ -174,6 +226,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
   const [sending, setSending] = useState(false);
   const box = useRef<HTMLTextAreaElement>(null);
   const mentions = useMentions(agents, text, setText, box);
+  const history = usePromptHistory(setText, box);
   const { suggestions, selected, pick } = mentions;
 
   const models = modelOptions(providers);
@@ -191,6 +244,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     try {
       const files = await fileParts(prompt, mentions.mentioned);
       await onSend([{ type: "text", text: prompt }, ...files], chosen, chosenAgent || undefined);
+      history.remember(prompt);
       setText("");
       mentions.mentioned.clear();
     } catch (error) {
@@ -201,7 +255,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
   };
 
   const onKeyDown = (e: KeyboardEvent) => {
-    if (mentions.keyDown(e)) return;
+    if (mentions.keyDown(e) || history.keyDown(e)) return;
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       void send();
@@ -220,6 +274,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
         onInput={(e) => {
           const el = e.target as HTMLTextAreaElement;
           setText(el.value);
+          history.typed();
           mentions.suggest(el.value, el.selectionStart);
         }}
         onKeyDown={onKeyDown}
@@ -228,15 +283,16 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
       <div class="prompt-bar">
         <Picker label="Agent" value={chosenAgent} onChange={setAgent} options={primaryAgents.map((a) => ({ key: a.name, label: a.name }))} />
         <Picker label="Model" value={chosenModel} onChange={setModel} options={models} />
-        <span class="spacer" />
-        {busy && (
-          <button type="button" class="btn btn-danger" onClick={onStop}>
-            ■ Stop
+        <span class="prompt-actions">
+          {busy && (
+            <button type="button" class="btn btn-danger" onClick={onStop} title="Stop the session (Esc)">
+              ■ Stop
+            </button>
+          )}
+          <button type="submit" class="btn btn-primary" disabled={!text.trim() || sending}>
+            Send
           </button>
-        )}
-        <button type="submit" class="btn btn-primary" disabled={!text.trim() || sending}>
-          Send
-        </button>
+        </span>
       </div>
     </form>
   );

@@ -2,7 +2,7 @@
 // create, rename and delete.
 import { useState } from "preact/hooks";
 import { api } from "./api";
-import { useStore } from "./hooks";
+import { ago, useProjectRoot, useStore, useTick } from "./hooks";
 import { store } from "./store";
 import type { Session } from "./types";
 
@@ -70,6 +70,9 @@ function Row({ session, depth, current, onOpen, onError }: Props & { session: Se
           {status && status.type !== "idle" && <span class={`dot dot-${status.type}`} title={status.type} />}
           {depth > 0 && <span class="child-mark">↳ </span>}
           <span class="session-title">{session.title || "Untitled"}</span>
+          <span class="session-time" title={new Date(session.time.updated).toLocaleString()}>
+            {ago(session.time.updated)}
+          </span>
         </a>
       )}
       <span class="row-actions">
@@ -86,8 +89,12 @@ function Row({ session, depth, current, onOpen, onError }: Props & { session: Se
 
 export function SessionList(props: Props) {
   useStore("sessions", "status");
+  useTick(30_000);
+  const root = useProjectRoot();
   const [query, setQuery] = useState("");
-  const rows = tree([...store.sessions.values()], query);
+  // the store hears every project's events: list only this project's sessions
+  const mine = [...store.sessions.values()].filter((s) => !root || s.directory === root);
+  const rows = tree(mine, query);
   const create = () =>
     api.createSession().then(
       (session) => {

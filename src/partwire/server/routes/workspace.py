@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 
 from partwire import workspace
 from partwire.runtime import Runtime
+from partwire.schema.session import Session
 from partwire.server.routes.scope import requested_project
 from partwire.session.sessions import project_id
 
@@ -47,13 +48,17 @@ async def path(request: Request) -> Response:
     )
 
 
-def _project_info(project: Path, started: int) -> dict[str, Any]:
+def _project_info(project: Path, created: int, updated: int) -> dict[str, Any]:
+    """opencode's Project for one directory partwire serves. ``worktree`` is its git work
+    tree; a directory inside one is named in ``sandboxes`` (the schema has no other field
+    for it), so a client scopes requests with ``sandboxes[0]`` if any, else ``worktree``."""
+    tree = workspace.worktree(project)
     info: dict[str, Any] = {
         "id": project_id(str(project)),
-        "worktree": str(workspace.worktree(project)),
+        "worktree": str(tree),
         "name": project.name,
-        "time": {"created": started, "updated": started},
-        "sandboxes": [],
+        "time": {"created": created, "updated": updated},
+        "sandboxes": [] if tree.resolve() == project.resolve() else [str(project)],
     }
     if workspace.git(project, "rev-parse", "--git-dir") is not None:
         info["vcs"] = "git"
@@ -63,14 +68,35 @@ def _project_info(project: Path, started: int) -> dict[str, Any]:
 _STARTED = int(time.time() * 1000)
 
 
+def _known_projects(default: Path, opened: list[Path], sessions: list[Session]) -> list[Any]:
+    """Every directory this server knows: where it started, then those of stored sessions
+    and of requests, most recently active first; directories gone from disk are left out."""
+    created: dict[Path, int] = {}
+    updated: dict[Path, int] = {}
+    for session in sessions:
+        path = Path(session.directory)
+        created[path] = min(created.get(path, session.time.created), session.time.created)
+        updated[path] = max(updated.get(path, session.time.updated), session.time.updated)
+    others = sorted({*opened, *updated} - {default}, key=lambda p: -updated.get(p, 0))
+    return [
+        _project_info(path, created.get(path, _STARTED), updated.get(path, _STARTED))
+        for path in [default, *others]
+        if path == default or path.is_dir()
+    ]
+
+
 @router.get("/project", operation_id="project.list")
 async def projects(request: Request) -> Response:
-    return _json([await asyncio.to_thread(_project_info, _project(request), _STARTED)])
+    runtime = _runtime(request)
+    sessions = await runtime.store.list_sessions()
+    opened = list(runtime.projects)
+    known = await asyncio.to_thread(_known_projects, runtime.settings.project_dir, opened, sessions)
+    return _json(known)
 
 
 @router.get("/project/current", operation_id="project.current")
 async def current_project(request: Request) -> Response:
-    return _json(await asyncio.to_thread(_project_info, _project(request), _STARTED))
+    return _json(await asyncio.to_thread(_project_info, _project(request), _STARTED, _STARTED))
 
 
 @router.get("/file", operation_id="file.list")

@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.providers.titles import MOCK_TITLE, is_title_request
+
 Event = tuple[str, dict[str, Any]]
 
 
@@ -116,7 +118,12 @@ class MockAnthropic:
         return Starlette(routes=[Route("/v1/messages", self.messages, methods=["POST"])])
 
     async def messages(self, request: Request) -> Response:
-        self.requests.append({"body": await request.json(), "headers": dict(request.headers)})
+        body = await request.json()
+        if is_title_request(body):
+            return StreamingResponse(
+                self._stream(reply(MOCK_TITLE)), media_type="text/event-stream"
+            )
+        self.requests.append({"body": body, "headers": dict(request.headers)})
         item = self.script.pop(0)
         if isinstance(item, AnthropicFailure):
             body = {"type": "error", "error": {"type": item.error_type, "message": item.message}}

@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.providers.titles import MOCK_TITLE, is_title_request
+
 
 def chunk(
     delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
@@ -120,6 +122,7 @@ class Drop:
 class MockOpenAI:
     script: list[list[dict[str, Any]] | Failure | Drop] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    title_requests: list[dict[str, Any]] = field(default_factory=list)
     delay_s: float = 0.0
     closed_early: int = 0
 
@@ -128,6 +131,9 @@ class MockOpenAI:
 
     async def completions(self, request: Request) -> Response:
         body = await request.json()
+        if is_title_request(body):
+            self.title_requests.append(body)
+            return StreamingResponse(self._stream(text(MOCK_TITLE)), media_type="text/event-stream")
         self.requests.append({"body": body, "headers": dict(request.headers)})
         if not self.script:
             return JSONResponse(

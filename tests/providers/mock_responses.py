@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.providers.titles import MOCK_TITLE, is_title_request
+
 Event = dict[str, Any]
 
 
@@ -215,7 +217,12 @@ class MockResponses:
         return Starlette(routes=[Route("/v1/responses", self.responses, methods=["POST"])])
 
     async def responses(self, request: Request) -> Response:
-        self.requests.append(await request.json())
+        body = await request.json()
+        if is_title_request(body):
+            return StreamingResponse(
+                self._stream(message(MOCK_TITLE)), media_type="text/event-stream"
+            )
+        self.requests.append(body)
         return StreamingResponse(self._stream(self.script.pop(0)), media_type="text/event-stream")
 
     async def _stream(self, events: list[Event]) -> AsyncIterator[str]:

@@ -49,6 +49,8 @@ from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
 from partwire.session.prompt import (
+    UNTITLED_PREFIX,
+    prompt_words,
     refuse_taken_ids,
     store_compaction_request,
     store_synthetic_text,
@@ -57,6 +59,7 @@ from partwire.session.prompt import (
 from partwire.session.revert import Reverts, cleanup_revert
 from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
+from partwire.session.titles import Titler
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, ToolContext
@@ -99,6 +102,7 @@ class SessionLoop:
         self.host = host
         self.reverts = reverts
         self._runs: dict[str, _Run] = {}
+        self.titler = Titler(store)
         self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
 
     def is_busy(self, session_id: str) -> bool:
@@ -126,7 +130,7 @@ class SessionLoop:
         """Check everything a prompt names, then store it (a bad prompt stores nothing)."""
         session = await self.store.get_session(session_id)
         model = self._model_ref(body, session)
-        resolve_model(model.provider_id, model.model_id, self.settings)
+        language_model = resolve_model(model.provider_id, model.model_id, self.settings)
         refuse_variant(model.provider_id, model.model_id, body.variant, "variant")
         agent = body.agent or session.agent or DEFAULT_AGENT
         get_agent(agent)
@@ -134,9 +138,16 @@ class SessionLoop:
         await refuse_taken_ids(self.store, body.message_id, [p.id for p in body.parts])
         if not self.is_busy(session_id):
             session = await cleanup_revert(self.store, session)
-        return await store_user_message(
+        user = await store_user_message(
             self.store, session, body, model, agent, self.settings.project_dir
         )
+        if (
+            session.title.startswith(UNTITLED_PREFIX)
+            and model.provider_id in self.settings.providers
+        ):
+            titled = await self.store.get_session(session_id)  # the prompt's words, for now
+            self.titler.start(session_id, language_model, prompt_words(body), titled.title)
+        return user
 
     async def summarize(
         self, session_id: str, model: ModelRef, *, auto: bool = False
@@ -198,6 +209,7 @@ class SessionLoop:
             raise SessionBusyError(session_id)
 
     async def shutdown(self) -> None:
+        await self.titler.shutdown()
         for session_id in list(self._runs):
             await self.abort(session_id)
 

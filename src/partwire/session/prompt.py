@@ -86,8 +86,13 @@ def _mentions(
     return found
 
 
+def prompt_words(body: PromptInput) -> str:
+    """The prompt's text parts, joined."""
+    return "\n".join(p.text for p in body.parts if isinstance(p, TextPartInput))
+
+
 def _title_from(body: PromptInput) -> str | None:
-    text = " ".join(p.text for p in body.parts if isinstance(p, TextPartInput)).split()
+    text = prompt_words(body).split()
     if not text:
         return None
     title = " ".join(text)

@@ -39,6 +39,7 @@ class Terminal:
         os.set_blocking(self.master, False)
         self.settings, self.args = settings, args
         self.screen = ""
+        self.raw = b""  # what a terminal emulator would be fed
         self._changed = asyncio.Event()
 
     def _readable(self) -> None:
@@ -47,6 +48,7 @@ class Terminal:
         except OSError:  # the child closed the terminal
             asyncio.get_running_loop().remove_reader(self.master)
             return
+        self.raw += data
         self.screen += ANSI.sub("", data.decode(errors="replace")).replace("\r", "")
         self._changed.set()
 

@@ -6,6 +6,9 @@ import asyncio
 import json
 import signal
 
+import pyte
+import pytest
+
 from partwire.config import Settings
 from tests.cli.test_asks import Terminal
 from tests.cli.test_cli import _run
@@ -33,6 +36,34 @@ async def test_markdown_renders_on_a_terminal_and_stays_plain_in_a_pipe(
     code, out, err = await _run(settings, "run", "hello", "there")
     assert code == 0, err
     assert out.startswith("## Demo model\n") and "```python\n" in out
+
+
+def _final_screen(raw: bytes) -> list[str]:
+    """What the terminal shows once the run is over, redraws applied."""
+    screen = pyte.Screen(200, 300)
+    pyte.ByteStream(screen).feed(raw)
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+@pytest.mark.parametrize("delay_ms", ["15"])
+async def test_streamed_markdown_leaves_each_block_once(settings: Settings, delay_ms: str) -> None:
+    terminal = Terminal(settings, "run", "hello", "there", delay_ms=delay_ms)
+    process = await terminal.start()
+    await terminal.expect("tokens in")
+    assert await _finish(terminal, process) == 0
+    lines = _final_screen(terminal.raw)
+    answer = lines[
+        lines.index("Demo model") : next(i for i, line in enumerate(lines) if "tokens in" in line)
+    ]
+    assert answer == [
+        "Demo model",
+        "You said: hello there",
+        " • words: 2",
+        " • characters: 11",
+        " words = 2  # counted by the demo model",
+        "Try list, a file path such as README.md, glob **/*.py, bash ls, todo, question, task list,"
+        " loop, retry or long 200.",
+    ], "each block once, in its final form, no partial frames left behind"
 
 
 async def test_a_spinner_waits_and_a_running_command_shows_its_output(

@@ -230,19 +230,23 @@ class Renderer:
             self._end_line()
         done, growing = split_complete_markdown(self.texts.get(part_id, "") + delta)
         if done.strip():
-            self.slot.stop()
-            self.out.print(Markdown(done))
+            self._finish_blocks(part_id, done)
         self.texts[part_id] = growing
         if growing.strip():
             self.slot.show(("text", part_id), self.out, Markdown(growing), transient=False)
 
-    def _text_ended(self, part: TextPart | ReasoningPart) -> None:
-        rest = self.texts.pop(part.id, "")
-        if self.slot.key == ("text", part.id):
-            self.slot.show(("text", part.id), self.out, Markdown(rest), transient=False)
+    def _finish_blocks(self, part_id: str, blocks: str) -> None:
+        """Show finished blocks once: the live region that was drawing them gets their
+        final form and stays as it is; without one they are printed."""
+        if self.slot.key == ("text", part_id):
+            self.slot.show(("text", part_id), self.out, Markdown(blocks), transient=False)
             self.slot.stop()
-        elif rest.strip():
-            self.out.print(Markdown(rest))
+        elif blocks.strip():
+            self.slot.stop()
+            self.out.print(Markdown(blocks))
+
+    def _text_ended(self, part: TextPart | ReasoningPart) -> None:
+        self._finish_blocks(part.id, self.texts.pop(part.id, ""))
         self._end_line()
         self.waiting()
 

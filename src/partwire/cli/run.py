@@ -42,6 +42,18 @@ async def attached_server(
         yield url
 
 
+@contextlib.asynccontextmanager
+async def connected(
+    attach: str | None, settings: Settings, console: Console
+) -> AsyncIterator[PartwireClient]:
+    """A client of the server to talk to (see ``attached_server``), in this project."""
+    async with (
+        attached_server(attach, settings, console) as url,
+        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
+    ):
+        yield client
+
+
 async def _wait_connected(events: AsyncIterator[Event]) -> None:
     async for event in events:
         if event.type == "server.connected":
@@ -98,64 +110,106 @@ def _renderer(args: argparse.Namespace, out: Console, err: Console, session_id: 
     return Renderer(out, err, session_id)
 
 
+class CtrlC:
+    """The first Ctrl-C aborts the session (and ends a prompt that waits for an answer at
+    once); a second stops waiting for the abort: the run then shuts down in order."""
+
+    def __init__(
+        self, client: PartwireClient, session_id: str, renderer: Renderer, answerer: Answerer
+    ) -> None:
+        self.client, self.session_id = client, session_id
+        self.renderer, self.answerer = renderer, answerer
+        self.pressed = False
+        self.main = asyncio.current_task()
+        self._aborts: set[asyncio.Task[bool]] = set()
+
+    def __enter__(self) -> CtrlC:
+        with contextlib.suppress(NotImplementedError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._pressed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(NotImplementedError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+    def _pressed(self) -> None:
+        if self.pressed:
+            if self.main is not None:
+                self.main.cancel()
+            return
+        self.pressed = True
+        self.renderer.pause()
+        if not self.answerer.interrupt():
+            self.renderer.err.print("[yellow]aborting…[/yellow]")
+        task = asyncio.get_running_loop().create_task(self.client.abort(self.session_id))
+        self._aborts.add(task)
+        task.add_done_callback(self._aborts.discard)
+
+    def pressed_twice(self) -> bool:
+        """After a CancelledError: True (and the task may go on) if it was ours."""
+        if self.main is None or not self.pressed:
+            return False
+        self.main.uncancel()
+        return True
+
+    async def aborted(self) -> None:
+        await asyncio.gather(*self._aborts, return_exceptions=True)
+
+
+async def _follow(
+    events: AsyncIterator[Event], session_id: str, renderer: Renderer, answerer: Answerer
+) -> None:
+    """Render and answer until the session goes idle."""
+    renderer.waiting()
+    async for event in events:
+        renderer.handle(event)
+        if event.type in ("permission.asked", "question.asked"):
+            renderer.pause()
+        await answerer.handle(event)
+        if event.type == "session.idle" and event.session_id == session_id:
+            return
+
+
+async def _send(
+    client: PartwireClient, session: Session, made: bool, text: str, args: argparse.Namespace
+) -> None:
+    try:
+        await client.prompt_async(session.id, text, model=args.model, agent=args.agent)
+    except PartwireError:
+        if made:  # a refused prompt leaves no empty session behind
+            await client.delete_session(session.id)
+        raise
+
+
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
     text = prompt_text(args.message, sys.stdin)
-    async with (
-        attached_server(args.attach, settings, err) as url,
-        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
-    ):
+    async with connected(args.attach, settings, err) as client:
         session, made = await _session_for(client, args, settings)
         err.print(f"[dim]session {session.id}[/dim]")
         renderer = _renderer(args, out, err, session.id)
         answerer = Answerer(client, err, auto_allow=args.yes, family={session.id})
         events = client.events()
         await _wait_connected(events)
-        interrupted = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        pending: set[asyncio.Task[bool]] = set()
-
-        def on_interrupt() -> None:
-            if interrupted.is_set():
-                raise KeyboardInterrupt
-            interrupted.set()
-            renderer.pause()
-            if not answerer.interrupt():
-                err.print("[yellow]aborting…[/yellow]")
-            task = loop.create_task(client.abort(session.id))
-            pending.add(task)
-            task.add_done_callback(pending.discard)
-
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signal.SIGINT, on_interrupt)
-        try:
+        with CtrlC(client, session.id, renderer, answerer) as ctrl_c:
             try:
-                await client.prompt_async(session.id, text, model=args.model, agent=args.agent)
-            except PartwireError:
-                if made:  # a refused prompt leaves no empty session behind
-                    await client.delete_session(session.id)
-                raise
-            renderer.waiting()
-            async for event in events:
-                renderer.handle(event)
-                if event.type in ("permission.asked", "question.asked"):
-                    renderer.pause()
-                await answerer.handle(event)
-                if event.type == "session.idle" and event.session_id == session.id:
-                    break
-        except Interrupted:  # Ctrl-C at a prompt: the run ends now, the abort is sent
-            await asyncio.gather(*pending, return_exceptions=True)
-        finally:
-            with contextlib.suppress(NotImplementedError):
-                loop.remove_signal_handler(signal.SIGINT)
-            await events.aclose()
-        renderer.summary(interrupted.is_set())
+                await _send(client, session, made, text, args)
+                await _follow(events, session.id, renderer, answerer)
+            except Interrupted:  # Ctrl-C at a prompt: the run ends now, the abort is sent
+                await ctrl_c.aborted()
+            except asyncio.CancelledError:
+                if not ctrl_c.pressed_twice():
+                    raise
+                await ctrl_c.aborted()
+            finally:
+                await events.aclose()
+        renderer.summary(ctrl_c.pressed)
         if renderer.model.startswith("demo/") and not (args.model or "").startswith("demo/"):
             err.print(
                 "[dim]The offline demo model answered: no model provider is configured "
                 "(set OPENAI_API_KEY or ANTHROPIC_API_KEY, or see the README).[/dim]"
             )
-        if interrupted.is_set():
+        if ctrl_c.pressed:
             return 130
         return 1 if renderer.errors else 0

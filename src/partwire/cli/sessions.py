@@ -7,8 +7,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from partwire.cli.run import attached_server, auth_of
-from partwire.client.http import PartwireClient
+from partwire.cli.run import connected
 from partwire.config import Settings
 
 
@@ -26,10 +25,7 @@ def ago(updated_ms: int, now_ms: int | None = None) -> str:
 
 async def list_sessions(settings: Settings, attach: str | None, limit: int) -> int:
     out = Console(highlight=False, soft_wrap=True)
-    async with (
-        attached_server(attach, settings, Console(stderr=True)) as url,
-        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
-    ):
+    async with connected(attach, settings, Console(stderr=True)) as client:
         project = str(settings.project_dir)
         found = [
             s for s in await client.list_sessions() if s.directory == project and not s.parent_id

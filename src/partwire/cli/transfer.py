@@ -11,8 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from rich.console import Console
 
-from partwire.cli.run import attached_server, auth_of
-from partwire.client.http import PartwireClient
+from partwire.cli.run import connected
 from partwire.config import Settings
 from partwire.errors import BadRequestError
 from partwire.schema.export import SessionExport
@@ -97,10 +96,7 @@ def read_export(path: str) -> SessionExport:
 async def export_session(
     settings: Settings, attach: str | None, session_id: str, fmt: str, output: Path | None
 ) -> int:
-    async with (
-        attached_server(attach, settings, Console(stderr=True)) as url,
-        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
-    ):
+    async with connected(attach, settings, Console(stderr=True)) as client:
         export = await client.export(session_id)
     text = (
         markdown_of(export)
@@ -120,10 +116,7 @@ async def export_session(
 
 async def import_session(settings: Settings, attach: str | None, export: SessionExport) -> int:
     err = Console(stderr=True, highlight=False)
-    async with (
-        attached_server(attach, settings, err) as url,
-        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
-    ):
+    async with connected(attach, settings, err) as client:
         session = await client.import_session(export)
     copy = " as a copy (its ids were already here)" if session.id != export.info.id else ""
     err.print(f"imported {len(export.messages)} messages{copy}")

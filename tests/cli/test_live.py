@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from pathlib import Path
 
 import pyte
 import pytest
@@ -38,6 +39,9 @@ async def test_markdown_renders_on_a_terminal_and_stays_plain_in_a_pipe(
     assert out.startswith("## Demo model\n") and "```python\n" in out
 
 
+CLI_ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "cli"
+
+
 def _final_screen(raw: bytes) -> list[str]:
     """What the terminal shows once the run is over, redraws applied."""
     screen = pyte.Screen(200, 300)
@@ -52,6 +56,8 @@ async def test_streamed_markdown_leaves_each_block_once(settings: Settings, dela
     await terminal.expect("tokens in")
     assert await _finish(terminal, process) == 0
     lines = _final_screen(terminal.raw)
+    CLI_ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (CLI_ARTIFACTS / "run-on-a-terminal.txt").write_text("\n".join(lines) + "\n")
     answer = lines[
         lines.index("Demo model") : next(i for i, line in enumerate(lines) if "tokens in" in line)
     ]

@@ -29,10 +29,13 @@ function useFollow(scroller: Scroller) {
     const el = scroller.current;
     if (!el || !followingRef.current) return false;
     const target = el.scrollHeight - el.clientHeight;
-    if (Math.abs(el.scrollTop - target) <= 1) return false;
-    el.scrollTop = target;
+    // Remember where the view is even when it is already there: content that shrank
+    // clamps scrollTop down by itself, and the scroll event for that clamp (which may
+    // arrive after the content grew again) must not read as the user scrolling up.
+    const moved = Math.abs(el.scrollTop - target) > 1;
+    if (moved) el.scrollTop = target;
     lastTop.current = el.scrollTop;
-    return true;
+    return moved;
   };
 
   // a delta grows the last message without re-rendering the list: follow it too
@@ -44,19 +47,9 @@ function useFollow(scroller: Scroller) {
     return () => grow.disconnect();
   }, []);
 
-  // Only a person scrolling up stops following: a scrollTop the browser clamps when
-  // content shrinks (a card collapsing, a part replaced) also fires scroll events, so a
-  // scroll without a pointer, wheel, key or touch behind it re-pins to the bottom.
-  const dragging = useRef(false);
-  useEffect(() => {
-    const release = () => (dragging.current = false);
-    window.addEventListener("pointerup", release);
-    return () => window.removeEventListener("pointerup", release);
-  }, []);
   const scrolled = (el: HTMLDivElement) => {
     if (el.scrollHeight - el.scrollTop - el.clientHeight < NEAR_BOTTOM) follow(true);
-    else if (dragging.current && el.scrollTop < lastTop.current - 2) follow(false);
-    else if (followingRef.current) toBottom();
+    else if (el.scrollTop < lastTop.current - 2) follow(false);
     lastTop.current = el.scrollTop;
   };
   // the user's own intent to look back wins over following at once
@@ -64,7 +57,6 @@ function useFollow(scroller: Scroller) {
     onWheel: (e: WheelEvent) => e.deltaY < 0 && follow(false),
     onKeyDown: (e: KeyboardEvent) => ["PageUp", "ArrowUp", "Home"].includes(e.key) && follow(false),
     onTouchMove: () => follow(false),
-    onPointerDown: () => (dragging.current = true),
   };
   const jump = () => {
     follow(true);

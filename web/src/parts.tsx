@@ -1,6 +1,6 @@
 // Part renderers, looked up by part type: a new part type is one new entry here.
 import { Component, type FunctionComponent } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useState } from "preact/hooks";
 import { api } from "./api";
 import { formatDuration, useStore } from "./hooks";
 import { HIGHLIGHT_KEY, renderBlock, splitBlocks } from "./markdown";
@@ -73,7 +73,8 @@ function ReasoningView({ part }: { part: ReasoningPart }) {
 }
 
 function Lightbox({ src, onClose }: { src: string; onClose: () => void }) {
-  useEffect(() => {
+  // a layout effect: Esc works from the moment the dialog is on screen, not a frame later
+  useLayoutEffect(() => {
     const close = (e: KeyboardEvent) => e.key === "Escape" && onClose();
     window.addEventListener("keydown", close);
     return () => window.removeEventListener("keydown", close);

@@ -38,10 +38,12 @@ async def _plan(change: FileChange, ctx: ToolContext) -> list[_Planned]:
         return [_Planned(path, None, change.content)]
     if not exists:
         raise ToolError(f"Cannot {change.kind} {change.path}: file not found.")
-    before = path.read_text()
+    before = await asyncio.to_thread(path.read_text)
     if change.kind == "delete":
         return [_Planned(path, before, None)]
-    after = apply_hunks(before, change.hunks, change.path) if change.hunks else before
+    after = before
+    if change.hunks:
+        after = await asyncio.to_thread(apply_hunks, before, change.hunks, change.path)
     if change.move_to is None:
         return [_Planned(path, before, after)]
     target = await resolve_path(ctx, change.move_to)
@@ -70,13 +72,17 @@ def _write(plan: list[_Planned]) -> None:
         raise ToolError(f"The patch could not be applied, nothing was changed: {exc}") from exc
 
 
+def _diffs(names: list[str], plan: list[_Planned]) -> list[dict[str, Any]]:
+    return [
+        file_diff(name, item.before, item.after) for name, item in zip(names, plan, strict=True)
+    ]
+
+
 async def execute(args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
     changes = parse(args.patchText)
     plan = [item for change in changes for item in await _plan(change, ctx)]
     names = [relative(ctx.project_dir, item.path) for item in plan]
-    diffs: list[dict[str, Any]] = [
-        file_diff(name, item.before, item.after) for name, item in zip(names, plan, strict=True)
-    ]
+    diffs = await asyncio.to_thread(_diffs, names, plan)
     patch = "".join(d["patch"] for d in diffs)
     await ctx.ask("edit", names, metadata={"files": names, "diff": patch})
     await asyncio.to_thread(_write, plan)

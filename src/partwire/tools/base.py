@@ -167,4 +167,5 @@ class Tool(Generic[A]):
             raise ToolArgumentsError(self.id, problems) from None
 
     async def run(self, raw: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return truncate(await self.execute(self.parse(raw), ctx), ctx)
+        result = await self.execute(self.parse(raw), ctx)
+        return await asyncio.to_thread(truncate, result, ctx)  # a huge output is cut off the loop

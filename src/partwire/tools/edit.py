@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -36,11 +37,15 @@ def _replace(content: str, args: EditParams, name: str) -> str:
     return content.replace(args.oldString, args.newString)
 
 
+def _has_content(path: Path) -> bool:
+    return path.exists() and bool(path.read_text())
+
+
 async def execute(args: EditParams, ctx: ToolContext) -> ToolResult:
     path = await resolve_path(ctx, args.filePath)
     name = relative(ctx.project_dir, path)
     if args.oldString == "":
-        if path.exists() and path.read_text():
+        if await asyncio.to_thread(_has_content, path):
             raise ToolError(
                 f"{name} already exists and is not empty; give an oldString to edit it."
             )
@@ -49,8 +54,8 @@ async def execute(args: EditParams, ctx: ToolContext) -> ToolResult:
         if not path.is_file():
             raise ToolError(f"File not found: {args.filePath}")
         before = await asyncio.to_thread(path.read_text)
-        after = _replace(before, args, name)
-    diff = file_diff(name, before, after)
+        after = await asyncio.to_thread(_replace, before, args, name)
+    diff = await asyncio.to_thread(file_diff, name, before, after)
     await ctx.ask("edit", [name], metadata={"filepath": str(path), "diff": diff["patch"]})
     path.parent.mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread(path.write_text, after)

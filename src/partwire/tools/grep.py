@@ -103,7 +103,7 @@ async def execute(args: GrepParams, ctx: ToolContext) -> ToolResult:
         matches = await asyncio.to_thread(_python, args.pattern, root, args.include)
     return ToolResult(
         title=args.pattern,
-        output=_render(matches, ctx),
+        output=await asyncio.to_thread(_render, matches, ctx),  # a stat per file
         metadata={"matches": len(matches), "truncated": len(matches) > LIMIT},
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,32 +13,57 @@ MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 
 
+_CHUNK = 1 << 20  # characters a slice: no single call holds the interpreter for long
+
+
 def _head(text: str) -> str:
-    lines = text.splitlines(keepends=True)[:MAX_LINES]
-    kept: list[str] = []
+    """The first MAX_LINES lines within MAX_BYTES, found without splitting the whole text."""
+    end = 0
     size = 0
-    for line in lines:
-        size += len(line.encode())
-        if size > MAX_BYTES:
+    for _ in range(MAX_LINES):
+        newline = text.find("\n", end, end + MAX_BYTES + 1)
+        if newline < 0 and len(text) - end > MAX_BYTES:
+            break  # the next line alone is over the limit
+        stop = len(text) if newline < 0 else newline + 1
+        line_size = len(text[end:stop].encode())
+        if size + line_size > MAX_BYTES or end >= len(text):
             break
-        kept.append(line)
-    return "".join(kept)
+        size += line_size
+        end = stop
+    return text[:end]
+
+
+def _fits(text: str) -> bool:
+    if len(text) > MAX_BYTES:  # every character is at least one byte
+        return False
+    return len(text.encode()) <= MAX_BYTES and text.count("\n") < MAX_LINES
+
+
+def _keep(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8") as file:
+        for start in range(0, len(text), _CHUNK):
+            file.write(text[start : start + _CHUNK])
+
+
+def _size(text: str) -> int:
+    return sum(len(text[i : i + _CHUNK].encode()) for i in range(0, len(text), _CHUNK))
 
 
 def truncate(result: ToolResult, ctx: ToolContext) -> ToolResult:
-    """The result itself when small enough; otherwise its head and a note on where the rest is."""
+    """The result itself when small enough; otherwise its head and a note on where the rest is.
+    Runs on a worker thread: it works in slices so the event loop keeps its turns."""
     output = result.output
-    if len(output.encode()) <= MAX_BYTES and output.count("\n") < MAX_LINES:
+    if _fits(output):
         return result
     head = _head(output)
     where = "it was not kept"
     if ctx.output_dir is not None:
         ctx.output_dir.mkdir(parents=True, exist_ok=True)
         path = ctx.output_dir / f"{ctx.call_id}.txt"
-        path.write_text(output)
+        _keep(path, output)
         where = f"the full output is in {path}"
     note = (
-        f"\n\n[output truncated: showed {len(head.encode())} of {len(output.encode())} bytes; "
+        f"\n\n[output truncated: showed {len(head.encode())} of {_size(output)} bytes; "
         f"{where}. Use grep, or read with offset/limit, to see the rest.]"
     )
     metadata = {**result.metadata, "truncated": True}

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Literal
+import asyncio
+import sys
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
-
-if TYPE_CHECKING:
-    from bs4 import BeautifulSoup
+from partwire.tools import html_convert
 from partwire.tools.base import Tool, ToolContext, ToolResult
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -27,26 +26,36 @@ class WebfetchParams(BaseModel):
     timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_S, description="Seconds")
 
 
-def _clean(html: str) -> BeautifulSoup:
-    from bs4 import BeautifulSoup  # imported on first use: it is large, and rarely needed
-
-    soup = BeautifulSoup(html, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    return soup
+IN_PROCESS_LIMIT = 256 * 1024  # larger pages are converted in a child process
 
 
 def _convert(body: str, content_type: str, fmt: str) -> str:
     if "html" not in content_type or fmt == "html":
         return body
-    soup = _clean(body)
-    if fmt == "text":
-        text = soup.get_text("\n")
-        return "\n".join(line.strip() for line in text.splitlines() if line.strip())
-    from markdownify import MarkdownConverter
+    return html_convert.convert(body, fmt)
 
-    markdown: str = MarkdownConverter(heading_style="ATX").convert_soup(soup)
-    return re.sub(r"\n{3,}", "\n\n", markdown).strip()
+
+async def _convert_aside(body: str, content_type: str, fmt: str) -> str:
+    """Convert off the event loop: a thread for a small page, a child process for a large
+    one (pure-Python parsing in a thread would still hold the interpreter)."""
+    if len(body) <= IN_PROCESS_LIMIT or "html" not in content_type or fmt == "html":
+        return await asyncio.to_thread(_convert, body, content_type, fmt)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, html_convert.__file__, fmt,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = await child.communicate(body.encode("utf-8"))
+    except asyncio.CancelledError:  # the tool call was aborted: no orphan left working
+        child.kill()
+        await child.wait()
+        raise
+    if child.returncode != 0:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise ToolError(f"Could not convert the page: {last[0]}")
+    return out.decode("utf-8")
 
 
 async def _download(url: str, limit_s: float) -> tuple[str, str]:
@@ -79,7 +88,7 @@ async def execute(args: WebfetchParams, ctx: ToolContext) -> ToolResult:
         raise ToolError(f"Fetching {args.url} took longer than {timeout} s.") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"Could not fetch {args.url}: {exc}") from None
-    output = _convert(body, content_type, args.format)
+    output = await _convert_aside(body, content_type, args.format)
     return ToolResult(
         title=f"{args.url} ({content_type.split(';')[0] or 'unknown type'})",
         output=output,

@@ -23,7 +23,7 @@ async def execute(args: WriteParams, ctx: ToolContext) -> ToolResult:
         raise ToolError(f"{args.filePath} is a directory; give the path of a file.")
     name = relative(ctx.project_dir, path)
     before = await asyncio.to_thread(path.read_text) if path.exists() else None
-    diff = file_diff(name, before, args.content)
+    diff = await asyncio.to_thread(file_diff, name, before, args.content)
     await ctx.ask("edit", [name], metadata={"filepath": str(path), "diff": diff["patch"]})
     path.parent.mkdir(parents=True, exist_ok=True)
     await asyncio.to_thread(path.write_text, args.content)

@@ -74,6 +74,7 @@ reliability: $(STAMP) ## kill -9 / resume suite, long run (RELIABILITY_ITERATION
 
 bench: $(STAMP) ui ## Benchmarks: demo streaming, a mock provider, the web UI in headless Chromium, replay memory
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
+	$(BIN)/python bench/stream.py --words 1000 --delay-ms 5
 	$(BIN)/python bench/provider.py --words 10000
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 	$(BIN)/python bench/replay.py --events 90000

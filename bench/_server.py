@@ -45,10 +45,10 @@ def _peak_rss_kb() -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
 
-def build(data_dir: Path, project: Path) -> FastAPI:
+def build(data_dir: Path, project: Path, delay_ms: float = 0) -> FastAPI:
     Processor._delta = _timed_delta  # type: ignore[method-assign]
     settings = load_settings(
-        project_dir=project, data_dir=data_dir, env={"PARTWIRE_DEMO_DELAY_MS": "0"}
+        project_dir=project, data_dir=data_dir, env={"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
     )
     app = create_app(settings)
 
@@ -68,8 +68,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--project", type=Path, default=Path.cwd())
+    parser.add_argument("--delay-ms", type=float, default=0, help="demo model pacing")
     args = parser.parse_args()
-    app = build(args.data, args.project)
+    app = build(args.data, args.project, args.delay_ms)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

@@ -12,12 +12,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
-    ("script", "first_column"),
-    [("stream.py", ["long", "N", "deltas/s"]), ("provider.py", ["tokens", "deltas/s"])],
+    ("script", "first_column", "extra"),
+    [
+        ("stream.py", ["long", "N", "delay", "ms", "deltas/s"], []),
+        ("stream.py", ["long", "N", "delay", "ms", "deltas/s"], ["--delay-ms", "1"]),
+        ("provider.py", ["tokens", "delay", "ms", "deltas/s"], []),
+    ],
 )
-async def test_bench_prints_its_table(script: str, first_column: list[str]) -> None:
+async def test_bench_prints_its_table(
+    script: str, first_column: list[str], extra: list[str]
+) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / script), "--words", "200",
+        sys.executable, str(ROOT / "bench" / script), "--words", "200", *extra,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -27,7 +33,9 @@ async def test_bench_prints_its_table(script: str, first_column: list[str]) -> N
     header = lines[1].split()
     assert header[: len(first_column)] == first_column
     assert header[-4:] == ["SQLite", "B/B", "peak", "RSS", "MB"][-4:]
-    assert lines[3].split()[0] == "200"
+    row = lines[3].split()
+    assert row[0] == "200" and row[1] == (extra[1] if extra else "0")
+    assert "KB/delta" in header and float(row[-3]) > 0  # KB/delta, SQLite B/B, peak RSS
 
 
 async def test_ui_bench_prints_its_tables() -> None:

@@ -9,6 +9,7 @@ their own, made on first use. Sessions always run in their own directory's scope
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -69,6 +70,7 @@ class Runtime:
     # new at every start: server.connected carries it so clients can tell a restart
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
     quotas: Quotas = field(default_factory=Quotas)
+    _warming: asyncio.Future[None] | None = None
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -144,6 +146,15 @@ class Runtime:
         # Everything loaded so far lives as long as the process: keep it out of the
         # cyclic collector's scans, whose full passes otherwise show up as latency spikes.
         gc.freeze()
+
+    def warm_up(self) -> None:
+        """Once the port is bound: load the configured providers' SDKs on a worker thread,
+        so the first prompt does not wait for them and the start did not either."""
+        if not self.settings.providers or self._warming is not None:
+            return
+        from partwire.providers import configured
+
+        self._warming = asyncio.get_running_loop().run_in_executor(None, configured.warm_up)
 
     async def reconfigure(self) -> None:
         """Re-read the configuration and re-register providers (after PATCH /config)."""

@@ -1,22 +1,23 @@
-"""The providers named in the settings, built on pydantic-ai models with our own SDK clients."""
+"""The providers named in the settings, built on pydantic-ai models with our own SDK clients.
+
+Registering a provider imports no SDK: the SDKs, pydantic-ai and the stream mapping load
+when a model of the provider is first resolved (``warm_up`` does it in the background
+once the server listens), so a configured provider does not slow the start."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
-from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
+from typing import TYPE_CHECKING
 
 from partwire.config import ProviderConfig, Settings
 from partwire.errors import ProviderError
 from partwire.providers.base import LanguageModel
-from partwire.providers.library import LibraryModel
 from partwire.providers.registry import register_provider
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from openai import AsyncOpenAI
+    from pydantic_ai.models import Model
 
 
 class ProviderClient:
@@ -31,6 +32,11 @@ class ProviderClient:
         self._anthropic: AsyncAnthropic | None = None
 
     def model(self, model_id: str) -> Model:
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+        from pydantic_ai.providers.openai import OpenAIProvider
+
         if self.config.api == "anthropic":
             return AnthropicModel(
                 model_id, provider=AnthropicProvider(anthropic_client=self._anthropic_client())
@@ -45,6 +51,8 @@ class ProviderClient:
             raise ProviderError(self.config.blocked, kind="auth", provider_id=self.config.id)
 
     def _openai_client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
         self._refuse_if_blocked()
         if self._openai is None:
             self._openai = AsyncOpenAI(
@@ -57,6 +65,8 @@ class ProviderClient:
         return self._openai
 
     def _anthropic_client(self) -> AsyncAnthropic:
+        from anthropic import AsyncAnthropic
+
         self._refuse_if_blocked()
         if self._anthropic is None:
             self._anthropic = AsyncAnthropic(
@@ -79,6 +89,8 @@ class ProviderClient:
 
 def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
     def make(model_id: str, settings: Settings) -> LanguageModel:
+        from partwire.providers.library import LibraryModel
+
         known = client.config.models.get(model_id)
         return LibraryModel(
             client.config.id,
@@ -98,3 +110,13 @@ def register(settings: Settings) -> list[ProviderClient]:
         models = tuple(client.config.models)
         register_provider(client.config.id, _factory(client), models, open_ended=True)
     return clients
+
+
+def warm_up() -> None:
+    """Import what the first model call needs (run on a worker thread after start)."""
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401
+    import pydantic_ai.models.anthropic
+    import pydantic_ai.models.openai  # noqa: F401
+
+    import partwire.providers.library  # noqa: F401

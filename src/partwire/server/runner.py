@@ -91,6 +91,7 @@ def serve(
         server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
         if on_start is not None:
             on_start(bound)
+        server.runtime.warm_up()
         await server.serve(sockets=[sock])
 
     with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
@@ -118,6 +119,7 @@ async def serve_in_background(
         await asyncio.sleep(0.01)
     bound = server.servers[0].sockets[0].getsockname()[1]
     server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
+    server.runtime.warm_up()
     try:
         yield f"http://{host}:{bound}"
     finally:

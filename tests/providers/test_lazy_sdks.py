@@ -1,0 +1,43 @@
+"""A configured provider does not slow the start: its SDKs load after the port is bound."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from partwire.config import load_settings
+from partwire.server.app import create_app
+
+SDKS = ("openai", "anthropic", "pydantic_ai")
+env = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+settings = load_settings(project_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2]), env=env)
+
+async def main():
+    runtime = create_app(settings).state.runtime
+    await runtime.start()
+    print("started:", [m for m in SDKS if m in sys.modules])
+    runtime.warm_up()
+    await runtime._warming
+    print("warmed up:", [m for m in SDKS if m in sys.modules])
+    await runtime.stop()
+
+asyncio.run(main())
+"""
+
+
+def test_sdks_load_after_the_start_not_during_it(project: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(project), str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "started: []",
+        "warmed up: ['openai', 'anthropic', 'pydantic_ai']",
+    ]

@@ -53,3 +53,19 @@ async def test_ui_bench_prints_its_tables() -> None:
     assert "Open a session of 120 messages" in text
     rows = text.split("Stream long 200")[1].splitlines()[2:4]
     assert [row.split()[0] for row in rows] == ["0", "2"]
+
+
+async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "capacity.py"),
+        "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 180)
+    assert process.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[1].split()[:3] == ["sessions", "deltas", "p50"]
+    first = lines[3].split()
+    assert first[:2] == ["1", "20"] and float(first[4]) > 0  # deltas read, CPU measured
+    assert lines[-1].startswith("largest K with p99 <= 50 ms: ")

@@ -1,0 +1,183 @@
+"""Capacity benchmark: how many live sessions one server carries at a model's pace.
+
+    python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50]
+
+Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
+answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
+step (bench/_server.py, the mock configured as its provider), and this client, which
+follows GET /event. Each step starts K sessions at once, each streaming ``--tokens``
+tokens, and measures every delta's latency (from the processor taking it off the
+provider stream to this client reading it) and the server's CPU time. K grows until
+the p99 latency passes ``--limit-ms``; the table shows each step, and the last line the
+largest K that stayed under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from stream import _free_port, _wait_ready  # noqa: E402
+
+STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Step:
+    sessions: int
+    deltas: int
+    p50_ms: float
+    p99_ms: float
+    cpu_ms_per_1k: float
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+async def _follow(
+    http: httpx.AsyncClient, sessions: list[str], tokens: int, received: dict[str, int]
+) -> None:
+    """Read GET /event until every session has gone idle; note when each delta arrived."""
+    waiting = set(sessions)
+    async with http.stream("GET", "/event", timeout=None) as response:
+        lines = response.aiter_lines()
+        async for line in lines:
+            if '"server.connected"' in line:
+                break
+        for session in sessions:
+            body = {"parts": [{"type": "text", "text": "stream please"}]}
+            await http.post(f"/session/{session}/prompt_async", json=body)
+        async for line in lines:
+            if not line.startswith("data:"):
+                continue
+            if '"message.part.delta"' in line:
+                received[json.loads(line[5:])["properties"]["delta"]] = time.time_ns()
+            elif '"session.idle"' in line:
+                waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
+                if not waiting:
+                    return
+
+
+async def step(sessions: int, tokens: int, model_port: int) -> Step:
+    """One fresh server, ``sessions`` sessions streaming at once."""
+    port = _free_port()
+    config = {
+        "model": "mock/paced",
+        "provider": {"mock": {"options": {"baseURL": f"http://127.0.0.1:{model_port}/v1"}}},
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="partwire-capacity-") as data,
+        tempfile.TemporaryDirectory(prefix="partwire-capacity-project-") as project,
+    ):
+        await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
+        server = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bench" / "_server.py"),
+            "--port", str(port), "--data", data, "--project", project,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )  # fmt: skip
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+                await _wait_ready(http)
+                # one answer first, not measured: the provider SDK loads, connections open
+                warm = (await http.post("/session", json={})).json()["id"]
+                await _follow(http, [warm], tokens, {})
+                ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
+                received: dict[str, int] = {}
+                cpu_before = _cpu_s(server.pid)
+                await _follow(http, ids, tokens, received)
+                cpu = _cpu_s(server.pid) - cpu_before
+                emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
+        finally:
+            server.terminate()
+            await asyncio.wait_for(server.wait(), 10)
+    expected = sessions * tokens
+    if len(received) != expected:
+        raise RuntimeError(f"expected {expected} deltas, the client read {len(received)}")
+    latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
+    return Step(
+        sessions=sessions,
+        deltas=len(received),
+        p50_ms=statistics.median(latencies),
+        p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
+        cpu_ms_per_1k=cpu * 1000 / len(received) * 1000,
+    )
+
+
+def table(steps: list[Step]) -> str:
+    rows = [
+        ("sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"),
+        *(
+            (
+                str(s.sessions),
+                str(s.deltas),
+                f"{s.p50_ms:.1f}",
+                f"{s.p99_ms:.1f}",
+                f"{s.cpu_ms_per_1k:.0f}",
+            )
+            for s in steps
+        ),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
+    parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
+    parser.add_argument("--limit-ms", type=float, default=50, help="the p99 latency bound")
+    parser.add_argument("--max-sessions", type=int, default=STEPS[-1], help="stop after this K")
+    args = parser.parse_args()
+    model_port = _free_port()
+    model = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
+        "--port", str(model_port), "--tokens", str(args.tokens), "--rate", str(args.rate),
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
+    )  # fmt: skip
+    steps: list[Step] = []
+    try:
+        await asyncio.sleep(1.0)  # the mock binds its port
+        for sessions in (k for k in STEPS if k <= args.max_sessions):
+            steps.append(await step(sessions, args.tokens, model_port))
+            if steps[-1].p99_ms > args.limit_ms:
+                break
+    finally:
+        model.terminate()
+        await model.wait()
+    print(
+        f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer"
+    )
+    print(table(steps))
+    under = [s for s in steps if s.p99_ms <= args.limit_ms]
+    best = max((s.sessions for s in under), default=0)
+    cpu = next((s.cpu_ms_per_1k for s in under if s.sessions == best), float("nan"))
+    print(
+        f"largest K with p99 <= {args.limit_ms:g} ms: {best} sessions "
+        f"({cpu:.0f} ms CPU per 1k deltas there)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

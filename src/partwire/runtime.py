@@ -154,7 +154,9 @@ class Runtime:
             return
         from partwire.providers import configured
 
-        self._warming = asyncio.get_running_loop().run_in_executor(None, configured.warm_up)
+        apis: set[str] = {provider.api for provider in self.settings.providers.values()}
+        loop = asyncio.get_running_loop()
+        self._warming = loop.run_in_executor(None, configured.warm_up, apis)
 
     async def reconfigure(self) -> None:
         """Re-read the configuration and re-register providers (after PATCH /config)."""

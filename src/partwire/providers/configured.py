@@ -32,15 +32,16 @@ class ProviderClient:
         self._anthropic: AsyncAnthropic | None = None
 
     def model(self, model_id: str) -> Model:
-        from pydantic_ai.models.anthropic import AnthropicModel
-        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-        from pydantic_ai.providers.anthropic import AnthropicProvider
-        from pydantic_ai.providers.openai import OpenAIProvider
-
         if self.config.api == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
             return AnthropicModel(
                 model_id, provider=AnthropicProvider(anthropic_client=self._anthropic_client())
             )
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
         provider = OpenAIProvider(openai_client=self._openai_client())
         if self.config.api == "openai-responses":
             return OpenAIResponsesModel(model_id, provider=provider)
@@ -112,11 +113,12 @@ def register(settings: Settings) -> list[ProviderClient]:
     return clients
 
 
-def warm_up() -> None:
-    """Import what the first model call needs (run on a worker thread after start)."""
-    import anthropic  # noqa: F401
-    import openai  # noqa: F401
-    import pydantic_ai.models.anthropic
-    import pydantic_ai.models.openai  # noqa: F401
-
+def warm_up(apis: set[str]) -> None:
+    """Import what the first model call of these APIs needs (on a worker thread, after
+    the start): only the SDKs the configured providers use."""
     import partwire.providers.library  # noqa: F401
+
+    if "anthropic" in apis:
+        import pydantic_ai.models.anthropic
+    if apis - {"anthropic"}:
+        import pydantic_ai.models.openai  # noqa: F401

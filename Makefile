@@ -77,6 +77,7 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/stream.py --words 1000 --delay-ms 5
 	$(BIN)/python bench/provider.py --words 10000
 	$(BIN)/python bench/capacity.py
+	$(BIN)/python bench/start.py
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 	$(BIN)/python bench/replay.py --events 90000
 

@@ -69,3 +69,18 @@ async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
     first = lines[3].split()
     assert first[:2] == ["1", "20"] and float(first[4]) > 0  # deltas read, CPU measured
     assert lines[-1].startswith("largest K with p99 <= 50 ms: ")
+
+
+async def test_start_bench_prints_both_cases() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "start.py"), "--repeat", "1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    rows = out.decode().splitlines()[2:]
+    assert [row.split("  ")[0].strip() for row in rows] == list(
+        ("demo model only", "OPENAI_API_KEY set")
+    )
+    assert all(float(row.split()[-1]) > 0 for row in rows)

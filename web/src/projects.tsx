@@ -37,7 +37,9 @@ export function ProjectSwitcher() {
           ))}
         </select>
       ) : (
-        <div class="project-path">{root}</div>
+        <div class="project-path" title={root}>
+          <bdi>{root}</bdi>
+        </div>
       )}
     </div>
   );

@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from stream import _free_port, _wait_ready  # noqa: E402
+from stream import _free_port, _wait_ready, aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -135,10 +135,7 @@ def table(steps: list[Step]) -> str:
             for s in steps
         ),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned(rows)
 
 
 async def main() -> None:

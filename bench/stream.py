@@ -158,6 +158,14 @@ async def measure(
     )
 
 
+def aligned(rows: list[tuple[str, ...]]) -> str:
+    """Rows as right-aligned columns, a rule under the first (the header)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def table(results: list[Result], first: str = "long N") -> str:
     rows = [
         (
@@ -184,10 +192,7 @@ def table(results: list[Result], first: str = "long N") -> str:
             for r in results
         ),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned(rows)
 
 
 def _verdicts(results: list[Result]) -> list[str]:

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
@@ -35,34 +36,50 @@ def _logging_options() -> argparse.ArgumentParser:
     return options
 
 
-def _parser() -> argparse.ArgumentParser:
-    logging_options = _logging_options()
-    parser = argparse.ArgumentParser(
-        prog="partwire",
-        description="An agent-session server: `partwire serve` for the web UI and the API, "
-        "`partwire run PROMPT` to ask from the terminal.",
-    )
-    parser.add_argument(
-        "-V", "--version", action="version", version=f"partwire {__version__}", help="the version"
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+def _shared_option(*flags: str, **spec: Any) -> argparse.ArgumentParser:
+    """A parent parser holding one option that several commands share."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(*flags, **spec)
+    return options
 
+
+class _Shared:
+    """The option groups commands take: logging on all, --project, --attach."""
+
+    def __init__(self) -> None:
+        self.logs = _logging_options()
+        self.project = _shared_option(
+            "--project", type=Path, default=None, help="project directory (cwd)"
+        )
+        self.attach = _shared_option(
+            "--attach", metavar="URL", help="use a running server instead of starting one"
+        )
+
+
+Commands = Any  # argparse's _SubParsersAction, private in typeshed
+
+
+def _add_serve(commands: Commands, shared: _Shared) -> None:
     serve = commands.add_parser(
-        "serve", parents=[logging_options], help="serve the API on a port (default 127.0.0.1:4096)"
+        "serve",
+        parents=[shared.logs, shared.project],
+        help="serve the API on a port (default 127.0.0.1:4096)",
     )
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="port (4096; 0 picks a free one)"
     )
     serve.add_argument("--hostname", default=DEFAULT_HOST, help="address to listen on (127.0.0.1)")
-    serve.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
+
+def _add_run(commands: Commands, shared: _Shared) -> None:
     run = commands.add_parser(
-        "run", parents=[logging_options], help="send one prompt and render the answer live"
+        "run",
+        parents=[shared.logs, shared.project, shared.attach],
+        help="send one prompt and render the answer live",
     )
     run.add_argument(
         "message", nargs="*", help="the prompt text (standard input, when piped, is appended)"
     )
-    run.add_argument("--attach", metavar="URL", help="use a running server instead of a new one")
     run.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="e.g. openai/gpt-4o")
     run.add_argument("--agent", default=None, help="build (default), plan, or another agent")
     run.add_argument("-s", "--session", metavar="ID", help="continue this session")
@@ -81,46 +98,60 @@ def _parser() -> argparse.ArgumentParser:
         default="default",
         help="default: the answer rendered; json: one JSON event a line (opencode's shape)",
     )
-    run.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
+
+def _add_session_commands(commands: Commands, shared: _Shared) -> None:
+    """sessions, export and import: they read or write stored sessions."""
+    parents = [shared.logs, shared.project, shared.attach]
     sessions = commands.add_parser(
-        "sessions", parents=[logging_options], help="list this project's recent sessions"
+        "sessions", parents=parents, help="list this project's recent sessions"
     )
     sessions.add_argument("-n", "--limit", type=int, default=20, help="how many (20)")
-    sessions.add_argument("--attach", metavar="URL", help="use a running server")
-    sessions.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     export = commands.add_parser(
-        "export", parents=[logging_options], help="write a whole session as JSON or markdown"
+        "export", parents=parents, help="write a whole session as JSON or markdown"
     )
     export.add_argument("session", metavar="ID", help="the session (see `partwire sessions`)")
     export.add_argument(
         "--format", choices=("json", "markdown"), default="json", help="json (default) or markdown"
     )
     export.add_argument("-o", "--output", type=Path, help="write to this file, not stdout")
-    export.add_argument("--attach", metavar="URL", help="use a running server")
-    export.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     imported = commands.add_parser(
-        "import", parents=[logging_options], help="load a session that `export` wrote"
+        "import", parents=parents, help="load a session that `export` wrote"
     )
     imported.add_argument("file", help="the JSON export (- reads standard input)")
-    imported.add_argument("--attach", metavar="URL", help="use a running server")
-    imported.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
 
+
+def _add_models_and_db(commands: Commands, shared: _Shared) -> None:
     models = commands.add_parser(
-        "models", parents=[logging_options], help="list the models that are configured and usable"
+        "models",
+        parents=[shared.logs, shared.project],
+        help="list the models that are configured and usable",
     )
-    models.add_argument("--project", type=Path, default=None, help="project directory (cwd)")
     models.add_argument("--all", action="store_true", help="every model of every catalogue")
-
     db = commands.add_parser("db", help="check or back up the database")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     db_commands.add_parser(
-        "check", parents=[logging_options], help="integrity and schema version of the database"
+        "check", parents=[shared.logs], help="integrity and schema version of the database"
     )
     backup = db_commands.add_parser(
-        "backup", parents=[logging_options], help="copy the database (safe while serving)"
+        "backup", parents=[shared.logs], help="copy the database (safe while serving)"
     )
     backup.add_argument("path", type=Path, help="the new file")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="partwire",
+        description="An agent-session server: `partwire serve` for the web UI and the API, "
+        "`partwire run PROMPT` to ask from the terminal.",
+    )
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"partwire {__version__}", help="the version"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    shared = _Shared()
+    for add in (_add_serve, _add_run, _add_session_commands, _add_models_and_db):
+        add(commands, shared)
     return parser
 
 

@@ -86,6 +86,11 @@ def _mentions(
     return found
 
 
+def shorten_title(title: str) -> str:
+    """At most TITLE_LENGTH characters, an ellipsis marking a cut."""
+    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+
+
 def prompt_words(body: PromptInput) -> str:
     """The prompt's text parts, joined."""
     return "\n".join(p.text for p in body.parts if isinstance(p, TextPartInput))
@@ -95,8 +100,7 @@ def _title_from(body: PromptInput) -> str | None:
     text = prompt_words(body).split()
     if not text:
         return None
-    title = " ".join(text)
-    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+    return shorten_title(" ".join(text))
 
 
 async def store_user_message(

@@ -11,7 +11,7 @@ import time
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest, StreamError, TextDelta, UserTurn
 from partwire.schema.event import SessionInfo, SessionUpdated
-from partwire.session.prompt import TITLE_LENGTH
+from partwire.session.prompt import TITLE_LENGTH, shorten_title
 from partwire.storage.base import Store
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def clean_title(raw: str) -> str | None:
             title = title[len("title:") :].strip(_MARKS)
         title = title.rstrip(".").strip()
         if title:
-            return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+            return shorten_title(title)
     return None
 
 

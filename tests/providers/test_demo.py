@@ -7,6 +7,7 @@ from pathlib import Path
 
 from partwire.providers.demo import DemoModel
 from partwire.providers.stream import (
+    AssistantTurn,
     ModelRequest,
     StreamEvent,
     TextDelta,
@@ -16,7 +17,9 @@ from partwire.providers.stream import (
 )
 
 
-async def _run(model: DemoModel, *turns: UserTurn | ToolResultTurn) -> list[StreamEvent]:
+async def _run(
+    model: DemoModel, *turns: UserTurn | ToolResultTurn | AssistantTurn
+) -> list[StreamEvent]:
     return [e async for e in model.stream(ModelRequest("", tuple(turns)))]
 
 
@@ -57,6 +60,18 @@ async def test_list_calls_the_list_tool_then_summarizes(project: Path) -> None:
     after = await _run(DemoModel(project, 0), UserTurn("list"), result)
     text = "".join(e.delta for e in after if isinstance(e, TextDelta))
     assert "`list` tool returned 2 lines" in text and "README.md" in text
+
+
+async def test_a_prompt_queued_during_an_answer_is_answered_once(project: Path) -> None:
+    """A prompt sent while an earlier one was answered is stored first, so the earlier
+    answer follows it in history: its tool result still counts (no second call)."""
+    result = ToolResultTurn("call_demo_list_0", "list", "README.md\n")
+    history = (UserTurn("hello"), UserTurn("list"), AssistantTurn("Hello back."), result)
+    after = await _run(DemoModel(project, 0), *history)
+    assert not [e for e in after if isinstance(e, ToolCall)]
+    assert "`list` tool returned 1 lines" in "".join(
+        e.delta for e in after if isinstance(e, TextDelta)
+    )
 
 
 async def test_an_existing_path_is_read_and_a_missing_one_is_not(project: Path) -> None:

@@ -21,7 +21,6 @@ from partwire.providers.demo_prompts import plan_for
 from partwire.providers.registry import register_provider
 from partwire.providers.stream import (
     SUMMARY_PROMPT,
-    AssistantTurn,
     Finish,
     FinishReason,
     FinishStep,
@@ -194,15 +193,15 @@ def _turn_text(turn: Turn) -> str:
 
 
 def _last_prompt(messages: tuple[Turn, ...]) -> tuple[str, list[ToolResultTurn]]:
-    """The last user text and the tool results that came after it."""
+    """The last user text and the tool results that came after it. A text-only answer
+    after that prompt does not reset them: a prompt sent while an earlier one was being
+    answered is stored when it arrives, so the earlier answer can follow it."""
     results: list[ToolResultTurn] = []
     for turn in reversed(messages):
         if isinstance(turn, UserTurn):
             return turn.text, list(reversed(results))
         if isinstance(turn, ToolResultTurn):
             results.append(turn)
-        if isinstance(turn, AssistantTurn) and not turn.tool_calls:
-            results.clear()
     return "", list(reversed(results))
 
 

@@ -90,10 +90,12 @@ class ProviderClient:
 
 def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
     def make(model_id: str, settings: Settings) -> LanguageModel:
-        from partwire.providers.library import LibraryModel
+        from partwire.providers.library import ChatCompletionsModel, LibraryModel
 
         known = client.config.models.get(model_id)
-        return LibraryModel(
+        chat = client.config.api in ("openai", "openai-compatible")
+        kind = ChatCompletionsModel if chat else LibraryModel
+        return kind(
             client.config.id,
             model_id,
             lambda: client.model(model_id),

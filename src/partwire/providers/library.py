@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import httpx2
 from pydantic_ai import exceptions as pa_errors
 from pydantic_ai import messages as pa
 from pydantic_ai.direct import model_request_stream
@@ -24,6 +25,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from partwire.config import ModelConfig, key_source
 from partwire.providers.catalog import cost, facts
+from partwire.providers.chat_chunks import ChunkDecoder, SseSplitter
 from partwire.providers.stream import (
     AssistantTurn,
     FileRef,
@@ -220,6 +222,8 @@ def auth_message(provider: str, status: int | None) -> str:
     return f"authentication failed for provider {provider}{refused}: check {where}"
 
 
+# the SDKs send through httpx2; our own clients use httpx
+_TRANSPORT_ERRORS = (httpx.TransportError, httpx2.TransportError)
 UNREACHABLE_RETRY_S = 1.0  # connection refused is retried briefly, then named
 
 
@@ -232,7 +236,7 @@ def _connect_failure(exc: BaseException) -> str | None:
         seen.add(id(current))
         if isinstance(current, ConnectionRefusedError):
             return "connection refused"
-        if isinstance(current, httpx.ConnectError):
+        if isinstance(current, httpx.ConnectError | httpx2.ConnectError):
             reason = str(current) or "cannot connect"
         current = current.__cause__ or current.__context__
     return reason
@@ -264,6 +268,9 @@ def classify(exc: Exception, provider: str, base_url: str | None = None) -> Stre
         return StreamError(message, kind="output_length")
     if isinstance(exc, pa_errors.ContentFilterError):
         return StreamError(message, kind="content_filter")
+    if isinstance(exc, _TRANSPORT_ERRORS):  # the stream broke off after it had begun
+        reason = str(exc) or type(exc).__name__
+        return StreamError(f"connection to provider {provider} lost: {reason}", retryable=True)
     retryable = isinstance(
         exc,
         pa_errors.ModelRateLimitError
@@ -330,3 +337,62 @@ class LibraryModel:
         if isinstance(event, pa.PartEndEvent):
             return mapper.end(event.index, event.part)
         return []
+
+
+class ChatCompletionsModel(LibraryModel):
+    """OpenAI Chat Completions (and compatible servers), decoded without the SDK's models.
+
+    pydantic-ai builds and sends the request, so message mapping, settings and the
+    classification of a refused request are its own; the accepted stream's bytes are read
+    here and decoded by ``chat_chunks`` (a dict per chunk, no pydantic model, no generator
+    stack), which is what a streamed token costs on the hot path.
+    """
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        yield StreamStart()
+        model = self._build()
+        decoder = ChunkDecoder(getattr(model, "system", self.provider_id))
+        try:
+            opened = await _open_chat_stream(model, request, self.provider_id)
+            if isinstance(opened, pa.ModelResponse):  # refused by a content filter up front
+                yield StreamError(
+                    "the provider's content filter refused the prompt", kind="content_filter"
+                )
+                return
+            async with opened:
+                yield StartStep()
+                async for event in _decode(opened.response, decoder):
+                    yield event
+        except (pa_errors.AgentRunError, pa_errors.UserError, *_TRANSPORT_ERRORS) as exc:
+            for event in decoder.finish():
+                yield event
+            yield classify(exc, self.provider_id, self.base_url)
+            return
+        for event in decoder.finish():
+            yield event
+        if decoder.error is not None:
+            yield decoder.error
+            return
+        reason = decoder.reason()
+        yield FinishStep(reason, decoder.usage)
+        yield Finish(reason)
+
+
+async def _open_chat_stream(model: Model, request: ModelRequest, provider: str) -> Any:
+    """The SDK's stream object once the provider accepted the request (not yet read)."""
+    settings, parameters = model.prepare_request(None, _parameters(request))
+    create = model._completions_create  # type: ignore[attr-defined]
+    return await create(to_messages(request, provider), True, dict(settings or {}), parameters)
+
+
+async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:
+    splitter = SseSplitter()
+    async for raw in response.aiter_bytes():
+        for data in splitter.feed(raw):
+            for event in decoder.feed_data(data):
+                yield event
+            if decoder.error is not None:
+                return
+    for data in splitter.close():
+        for event in decoder.feed_data(data):
+            yield event

@@ -127,7 +127,8 @@ async def stream_events(
         heartbeat = runtime.settings.heartbeat_s
         while True:
             try:
-                first = await asyncio.wait_for(subscription.get(), timeout=heartbeat)
+                async with asyncio.timeout(heartbeat):  # no task per wait, as wait_for makes
+                    first = await subscription.get()
             except TimeoutError:
                 yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
                 continue

@@ -44,7 +44,19 @@ def test_monotonic_across_threads() -> None:
         assert bucket == sorted(bucket)
 
 
-def test_observe_moves_the_clock_forward() -> None:
-    future = "evt_0fffffff000000" + "A" * 12
-    ids.observe(future)
-    assert ids.event_id() > future
+def test_logged_event_ids_sort_by_sequence_and_name_their_log() -> None:
+    old = ids.event_id()  # an id of the scheme before logs had epochs
+    epoch = ids.log_epoch(after=old)
+    made = [ids.logged_event_id(epoch, seq) for seq in (1, 2, 15, 16, 4096, 2**40)]
+    assert made == sorted(made) and all(old < i for i in made)
+    assert [ids.logged_event_seq(i, epoch) for i in made] == [1, 2, 15, 16, 4096, 2**40]
+    other_log = ids.log_epoch()
+    assert ids.logged_event_seq(made[0], other_log) is None
+    for bad in (old, "evt_" + "g" * 26, made[0].upper(), made[0] + "0", "evt_1_" + "0" * 24):
+        assert ids.logged_event_seq(bad, epoch) is None
+
+
+def test_a_log_epoch_is_above_the_id_it_follows() -> None:
+    future = "evt_ff000000000000" + "A" * 12  # a clock far ahead of this one
+    assert ids.log_epoch(after=future) == 0xFF000000000000 + 1
+    assert ids.log_epoch(after="evt_00000000000001" + "A" * 12) > 1  # the clock wins

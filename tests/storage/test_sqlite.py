@@ -121,7 +121,7 @@ async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteSto
     assert entry.parts[0].text == "a b c"  # type: ignore[union-attr]
     # the row itself was not rewritten per delta
     with sqlite3.connect(store.path) as other:
-        row = other.execute("SELECT data, delta_from FROM part").fetchone()
+        row = other.execute("SELECT data, delta_seq FROM part").fetchone()
     assert '"text":""' in row[0] and row[1] is not None
     # a mid-stream flush moves the row forward; later deltas still fold in
     await store.put_part(_text(text="a b c"), [], streaming=True)
@@ -179,7 +179,12 @@ async def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         versions = conn.execute("SELECT version, name FROM schema_version").fetchall()
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    assert versions == [(1, "initial"), (2, "todo"), (3, "sequence")]
+    assert versions == [
+        (1, "initial"),
+        (2, "todo"),
+        (3, "sequence"),
+        (4, "event ids from sequence"),
+    ]
     assert mode == "wal"
 
 

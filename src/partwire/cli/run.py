@@ -143,7 +143,15 @@ class CtrlC:
             self.renderer.err.print("[yellow]aborting…[/yellow]")
         task = asyncio.get_running_loop().create_task(self.client.abort(self.session_id))
         self._aborts.add(task)
-        task.add_done_callback(self._aborts.discard)
+        task.add_done_callback(self._settled)
+
+    def _settled(self, task: asyncio.Task[bool]) -> None:
+        """An abort that failed because the run is already shutting down (a second Ctrl-C
+        closed the connection under it) is not news: its outcome is read here, so asyncio
+        never prints it as a "Task exception was never retrieved" traceback."""
+        self._aborts.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     def pressed_twice(self) -> bool:
         """After a CancelledError: True (and the task may go on) if it was ours."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+
+from partwire import ids
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -81,10 +84,50 @@ def _003_sequence(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _004_event_ids_from_sequence(conn: sqlite3.Connection) -> None:
+    """Event ids derive from the log's sequence (``ids.logged_event_id``) and are not
+    stored. The log keeps only seq, type and the properties' JSON, and loses the UNIQUE
+    id index and the part index: appending a delta touches one small row on one page. A
+    streaming part records the sequence number its row is complete up to."""
+    newest = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
+    epoch = ids.log_epoch(after=newest[0] if newest else None)
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('event_epoch', ?)", (str(epoch),)
+    )
+    conn.execute("ALTER TABLE part ADD COLUMN delta_seq INTEGER")
+    conn.execute(
+        "UPDATE part SET delta_seq = COALESCE("
+        "(SELECT e.seq FROM event_log e WHERE e.id = part.delta_from), 0) "
+        "WHERE delta_from IS NOT NULL"
+    )
+    conn.execute("ALTER TABLE part DROP COLUMN delta_from")
+    conn.execute(
+        "CREATE TABLE event_log_v4 "
+        "(seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL)"
+    )
+    rows = conn.execute("SELECT seq, id, type, payload FROM event_log ORDER BY seq").fetchall()
+    conn.executemany(
+        "INSERT INTO event_log_v4 VALUES (?, ?, ?)",
+        ((seq, kind, _properties(payload, old, kind)) for seq, old, kind, payload in rows),
+    )
+    conn.execute("DROP TABLE event_log")
+    conn.execute("ALTER TABLE event_log_v4 RENAME TO event_log")
+    conn.execute(f"CREATE INDEX event_log_lifecycle ON event_log (type) WHERE type IN {LIFECYCLE}")
+
+
+def _properties(payload: str, old: str, kind: str) -> str:
+    """What the log now keeps of a logged event's wire JSON."""
+    head = f'{{"id":"{old}","type":"{kind}","properties":'
+    if payload.startswith(head) and payload.endswith("}"):
+        return payload[len(head) : -1]
+    return json.dumps(json.loads(payload)["properties"], separators=(",", ":"))
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", _001_initial),
     (2, "todo", _002_todo),
     (3, "sequence", _003_sequence),
+    (4, "event ids from sequence", _004_event_ids_from_sequence),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

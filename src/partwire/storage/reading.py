@@ -38,7 +38,7 @@ def load_messages(
         messages = [(mid, data) for mid, data, _ in rows]
         oldest = rows[0][2] if rows else 0
         parts = conn.execute(
-            "SELECT p.id, p.message_id, p.data, p.delta_from FROM part p "
+            "SELECT p.id, p.message_id, p.data, p.delta_seq FROM part p "
             "JOIN message m ON m.id = p.message_id "
             "WHERE m.session_id = ? AND m.seq >= ? ORDER BY p.seq",
             (session_id, oldest),
@@ -48,29 +48,37 @@ def load_messages(
             "SELECT id, data FROM message WHERE session_id = ? AND id = ?", (session_id, message_id)
         ).fetchall()
         parts = conn.execute(
-            "SELECT id, message_id, data, delta_from FROM part WHERE session_id = ? "
+            "SELECT id, message_id, data, delta_seq FROM part WHERE session_id = ? "
             "AND message_id = ? ORDER BY seq",
             (session_id, message_id),
         ).fetchall()
     by_message: dict[str, list[Part]] = {row[0]: [] for row in messages}
-    for part_id, owner, data, delta_from in parts:
+    for part_id, owner, data, delta_seq in parts:
         if owner in by_message:
-            by_message[owner].append(materialize(conn, part_id, data, delta_from))
+            by_message[owner].append(materialize(conn, part_id, data, delta_seq))
     return [
         MessageWithParts(info=message_adapter.validate_json(data), parts=by_message[mid])
         for mid, data in messages
     ]
 
 
-def materialize(conn: sqlite3.Connection, part_id: str, data: str, delta_from: str | None) -> Part:
-    """A part row plus the deltas logged after it (only while the part streams)."""
-    if delta_from is None:
+def materialize(conn: sqlite3.Connection, part_id: str, data: str, delta_seq: int | None) -> Part:
+    """A part row plus the deltas logged after it (only while the part streams).
+
+    The log has no index by part (a delta's insert touches one page): this reads the
+    log's tail from the row's sequence number on, which the processor's doubling flushes
+    keep within about the part's own length plus what other sessions logged meanwhile."""
+    if delta_seq is None:
         return part_adapter.validate_json(data)
     body: dict[str, Any] = json.loads(data)
+    needle = f'"partID":"{part_id}"'
     for (payload,) in conn.execute(
-        "SELECT payload FROM event_log WHERE part_id = ? AND id > ? ORDER BY id",
-        (part_id, delta_from),
+        "SELECT payload FROM event_log WHERE seq > ? AND type = 'message.part.delta' "
+        "AND instr(payload, ?) > 0 ORDER BY seq",
+        (delta_seq, needle),
     ):
-        props = json.loads(payload)["properties"]
+        props = json.loads(payload)
+        if props["partID"] != part_id:
+            continue
         body[props["field"]] = body.get(props["field"], "") + props["delta"]
     return part_adapter.validate_python(body)

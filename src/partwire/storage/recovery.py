@@ -62,20 +62,20 @@ def _close_part(part: Part, now: int) -> Part | None:
     return None
 
 
-def recover(conn: sqlite3.Connection, last_event_id: str | None) -> str | None:
-    """Finish what a crash interrupted; returns the newest event id afterwards."""
-    ctx = WriteContext(conn, last_event_id)
+def recover(conn: sqlite3.Connection, epoch: int, last_seq: int) -> int:
+    """Finish what a crash interrupted; returns the newest event's sequence number after."""
+    ctx = WriteContext(conn, epoch, last_seq)
     now = _now()
     with conn:
         rows = conn.execute(
-            "SELECT id, data, delta_from FROM part WHERE delta_from IS NOT NULL "
+            "SELECT id, data, delta_seq FROM part WHERE delta_seq IS NOT NULL "
             'OR data LIKE \'%"status":"pending"%\' OR data LIKE \'%"status":"running"%\''
         ).fetchall()
-        for part_id, data, delta_from in rows:
-            part = materialize(conn, part_id, data, delta_from)
+        for part_id, data, delta_seq in rows:
+            part = materialize(conn, part_id, data, delta_seq)
             closed = _close_part(part, now) or part
             conn.execute(
-                "UPDATE part SET data = ?, delta_from = NULL WHERE id = ?",
+                "UPDATE part SET data = ?, delta_seq = NULL WHERE id = ?",
                 (closed.wire_json(), part_id),
             )
             if closed is not part:
@@ -103,7 +103,7 @@ def recover(conn: sqlite3.Connection, last_event_id: str | None) -> str | None:
             ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
         for draft in _lifecycle_closers(conn):
             ctx.log(draft)
-    return ctx.last_event_id
+    return ctx.last_seq
 
 
 def _lifecycle_closers(conn: sqlite3.Connection) -> list[Draft]:
@@ -114,7 +114,7 @@ def _lifecycle_closers(conn: sqlite3.Connection) -> list[Draft]:
         f"SELECT type, payload FROM event_log WHERE type IN {LIFECYCLE} ORDER BY seq"
     ).fetchall()
     for kind, payload in rows:
-        props = json.loads(payload)["properties"]
+        props = json.loads(payload)
         if kind == "session.status":
             status[props["sessionID"]] = props["status"]["type"] == "idle"
         elif kind == "permission.asked":

@@ -44,6 +44,7 @@ from partwire.storage.writer import (
     TodoPut,
     Write,
     Writer,
+    wire_payload,
 )
 
 T = TypeVar("T")
@@ -56,10 +57,20 @@ BACKLOG_HIGH_WATER = 256
 PRUNE_EVERY_BATCHES = 500
 
 
+# A paced stream commits each delta alone, and a WAL commit writes every page it changed
+# whole: with 1 KiB pages, appending one delta to the log costs about 1 KiB on disk, where
+# the default 4 KiB pages cost four times that (bench/stream.py --delay-ms).
+PAGE_SIZE = 1024
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # copy the WAL into the database every ~8 MB rather than every ~1 MB: a page the log
+    # keeps appending to (or a hot message row) is then copied about once, not many times
+    conn.execute("PRAGMA wal_autocheckpoint=8000")
     conn.execute("PRAGMA busy_timeout=5000")
     conn.execute("PRAGMA foreign_keys=ON")
     # Python's sqlite3 in autocommit mode; `with conn` needs a manual BEGIN.
@@ -80,6 +91,7 @@ class SqliteStore:
         # the last delta write that failed (disk full, I/O error), until clear_failure():
         # the next delta raises it instead of queueing writes that cannot land
         self.failure: StorageError | None = None
+        self.epoch = 0  # the event log's (ids.logged_event_id); read at open
         self._open = False
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -88,11 +100,11 @@ class SqliteStore:
         """Check, back up (before a migration), migrate and recover the database, then
         start the writer. Any problem is a StorageError naming the file; a database
         found damaged or too new is not changed."""
-        last_id = await asyncio.to_thread(self._prepare)
-        self._writer.start(asyncio.get_running_loop(), self._deliver, last_id)
+        self.epoch, last_seq = await asyncio.to_thread(self._prepare)
+        self._writer.start(asyncio.get_running_loop(), self._deliver, self.epoch, last_seq)
         self._open = True
 
-    def _prepare(self) -> str | None:
+    def _prepare(self) -> tuple[int, int]:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = _connect(self.path)
@@ -105,7 +117,7 @@ class SqliteStore:
         finally:
             conn.close()
 
-    def _check_and_upgrade(self, conn: sqlite3.Connection) -> str | None:
+    def _check_and_upgrade(self, conn: sqlite3.Connection) -> tuple[int, int]:
         found = problems(conn)
         if found:
             raise StorageError(
@@ -117,11 +129,11 @@ class SqliteStore:
         if 0 < version < LATEST_VERSION:
             backup(conn, migration_backup_path(self.path, version))
         migrate(conn)
+        _use_small_pages(conn)
         keep_reserve(conn)
-        last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
-        if last is not None:
-            ids.observe(last[0])
-        return recover(conn, last[0] if last else None)
+        epoch = int(conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0])
+        last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0]
+        return epoch, recover(conn, epoch, int(last))
 
     async def close(self) -> None:
         if not self._open:
@@ -287,18 +299,27 @@ class SqliteStore:
         """
 
         def query(conn: sqlite3.Connection) -> tuple[list[MessageWithParts], str | None]:
-            last = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
+            last = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
             found = load_messages(conn, session_id, None, limit=limit, before=before)
-            return found, last[0] if last else None
+            return found, None if last is None else ids.logged_event_id(self.epoch, last)
 
         return await self._read(query)
 
-    def _seq_of(self, conn: sqlite3.Connection, event_id: str) -> int:
-        row = conn.execute("SELECT seq FROM event_log WHERE id = ?", (event_id,)).fetchone()
-        if row is None:  # pruned, or never ours
-            oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
-            raise EventLogGap(oldest[0] if oldest else None)
-        return int(row[0])
+    def _seq_of(self, conn: sqlite3.Connection, event_id: str | None) -> int:
+        """The sequence number to resume after; EventLogGap when the log cannot say what
+        followed ``event_id``: pruned since, never ours (another data dir, a made-up id),
+        or None (from the start) after the start was pruned."""
+        oldest, newest = conn.execute("SELECT MIN(seq), MAX(seq) FROM event_log").fetchone()
+        if event_id is None:
+            pruned = conn.execute("SELECT 1 FROM meta WHERE key='pruned'").fetchone()
+            seq: int | None = None if pruned else 0
+        else:
+            seq = ids.logged_event_seq(event_id, self.epoch)
+            if seq is not None and (seq > (newest or 0) or (oldest is not None and seq < oldest)):
+                seq = None
+        if seq is None:
+            raise EventLogGap(None if oldest is None else ids.logged_event_id(self.epoch, oldest))
+        return seq
 
     async def events_behind(self, event_id: str) -> int:
         """How many logged events follow ``event_id``; EventLogGap if the log lacks it."""
@@ -316,36 +337,37 @@ class SqliteStore:
         def query(conn: sqlite3.Connection) -> list[Event]:
             seq = self._seq_of(conn, event_id)
             rows = conn.execute(
-                "SELECT id, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
                 (seq, limit),
             ).fetchall()
-            return [_logged(row) for row in rows]
+            return [self._logged(n, kind, body) for n, kind, body in rows]
 
         return await self._read(query)
+
+    def _logged(self, seq: int, kind: str, properties: str) -> Event:
+        """A logged event for framing only: its wire JSON, not parsed again."""
+        event_id = ids.logged_event_id(self.epoch, seq)
+        return Event(event_id, kind, _UNPARSED, json=wire_payload(event_id, kind, properties))
 
     async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: sqlite3.Connection) -> list[Event]:
-            if event_id is None:  # from the start, unless the start was pruned
-                pruned = conn.execute("SELECT 1 FROM meta WHERE key='pruned'").fetchone()
-                known = None if pruned else (0,)
-            else:
-                sql = "SELECT seq FROM event_log WHERE id = ?"
-                known = conn.execute(sql, (event_id,)).fetchone()
-            if known is None:  # pruned, or never ours (another data dir, a made-up id)
-                oldest = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
-                raise EventLogGap(oldest[0] if oldest else None)
+            seq = self._seq_of(conn, event_id)
             rows = conn.execute(
-                "SELECT payload FROM event_log WHERE seq > ? ORDER BY seq", (known[0],)
+                "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq", (seq,)
             ).fetchall()
-            return [parse_event(row[0]) for row in rows]
+            return [parse_event(self._logged(*row).json) for row in rows]
 
         return await self._read(query)
 
 
-def _logged(row: tuple[str, str, str]) -> Event:
-    """A logged event as stored, for framing only: its wire JSON, not parsed again."""
-    event_id, kind, payload = row
-    return Event(event_id, kind, _UNPARSED, json=payload)
+def _use_small_pages(conn: sqlite3.Connection) -> None:
+    """Rewrite a database made with larger pages (before 0.x: 4 KiB) once, to PAGE_SIZE."""
+    if conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE:
+        return
+    conn.execute("PRAGMA journal_mode=DELETE")  # the page size of a WAL database is fixed
+    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA journal_mode=WAL")
 
 
 _UNPARSED = Empty()
@@ -364,12 +386,9 @@ class _Prune(Write):
         if newest is None or newest <= self.retain:
             return
         cutoff = newest - self.retain
-        floor = conn.execute(
-            "SELECT MIN(e.seq) FROM part p JOIN event_log e ON e.id > p.delta_from "
-            "AND e.part_id = p.id WHERE p.delta_from IS NOT NULL"
-        ).fetchone()[0]
-        if floor is not None:
-            cutoff = min(cutoff, floor)
+        floor = conn.execute("SELECT MIN(delta_seq) FROM part").fetchone()[0]
+        if floor is not None:  # a streaming part's row needs the deltas logged after it
+            cutoff = min(cutoff, floor + 1)
         deleted = conn.execute("DELETE FROM event_log WHERE seq < ?", (cutoff,)).rowcount
         if deleted:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pruned', '1')")

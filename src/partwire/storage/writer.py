@@ -3,8 +3,8 @@
 Callers on the event loop enqueue :class:`Write` objects. The thread takes the
 first one, then everything else already queued, applies the batch in one
 transaction, commits, and only then hands the batch's events back to the loop to
-be published. Event ids are given inside the thread, in commit order, so they are
-strictly increasing in publish order.
+be published. Event ids are given inside the thread, in commit order, from the log's
+sequence (``ids.logged_event_id``), so they are strictly increasing in publish order.
 """
 
 from __future__ import annotations
@@ -36,21 +36,41 @@ LINGER_S = 0.0
 _EMPTY = object()
 
 
+# A logged event is stored as its type and its properties' JSON: the id is its sequence
+# number's (ids.logged_event_id). A delta's row is then small enough that five share a
+# 1 KiB page, so a paced stream's commit mostly rewrites one page.
+
+
+_WIRE_HEAD = len('{"id":"","type":"","properties":')
+
+
+def stored_payload(event: Event) -> str:
+    """The properties' JSON, cut out of the event's wire JSON (see ``Event``)."""
+    return event.json[_WIRE_HEAD + len(event.id) + len(event.type) : -1]
+
+
+def wire_payload(event_id: str, kind: str, properties: str) -> str:
+    """The inverse of ``stored_payload``."""
+    return f'{{"id":"{event_id}","type":"{kind}","properties":{properties}}}'
+
+
 class WriteContext:
     """What a write sees inside the writer's transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, last_event_id: str | None) -> None:
+    def __init__(self, conn: sqlite3.Connection, epoch: int, last_seq: int) -> None:
         self.conn = conn
-        self.last_event_id = last_event_id
+        self.epoch = epoch
+        self.last_seq = last_seq  # the newest logged event's sequence number (0: none)
         self.events: list[Event] = []
 
-    def log(self, draft: Draft, part_id: str | None = None) -> None:
-        event = draft.with_id(ids.event_id())
+    def log(self, draft: Draft) -> None:
+        seq = self.last_seq + 1
+        event = draft.with_id(ids.logged_event_id(self.epoch, seq))
         self.conn.execute(
-            "INSERT INTO event_log (id, session_id, part_id, type, payload) VALUES (?,?,?,?,?)",
-            (event.id, event.session_id, part_id, event.type, event.json),
+            "INSERT INTO event_log (seq, type, payload) VALUES (?,?,?)",
+            (seq, event.type, stored_payload(event)),
         )
-        self.last_event_id = event.id
+        self.last_seq = seq
         self.events.append(event)
 
 
@@ -123,18 +143,18 @@ class PartPut(Write):
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.part is not None
-        delta_from = (ctx.last_event_id or "") if self.streaming else None
+        delta_seq = ctx.last_seq if self.streaming else None
         changed = ctx.conn.execute(
-            "INSERT INTO part (id, message_id, session_id, data, delta_from, seq) "
+            "INSERT INTO part (id, message_id, session_id, data, delta_seq, seq) "
             "VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM part)) "
-            "ON CONFLICT (id) DO UPDATE SET data = excluded.data, delta_from = excluded.delta_from "
+            "ON CONFLICT (id) DO UPDATE SET data = excluded.data, delta_seq = excluded.delta_seq "
             "WHERE part.message_id = excluded.message_id",
             (
                 self.part.id,
                 self.part.message_id,
                 self.part.session_id,
                 self.part.wire_json(),
-                delta_from,
+                delta_seq,
             ),
         ).rowcount
         if changed == 0:
@@ -176,7 +196,7 @@ class DeltaAppend(Write):
 
     def apply(self, ctx: WriteContext) -> None:
         assert self.delta is not None
-        ctx.log(MessagePartDelta(self.delta), part_id=self.delta.part_id)
+        ctx.log(MessagePartDelta(self.delta))
 
 
 Deliver = Callable[[list[Write], list[Event]], None]
@@ -196,11 +216,15 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.last_event_id: str | None = None
+        self.epoch = 0
+        self.last_seq = 0
         self.batches = 0
 
-    def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, last_id: str | None) -> None:
-        self._loop, self._deliver, self.last_event_id = loop, deliver, last_id
+    def start(
+        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, epoch: int, last_seq: int
+    ) -> None:
+        self._loop, self._deliver = loop, deliver
+        self.epoch, self.last_seq = epoch, last_seq
         self._thread = threading.Thread(target=self._run, name="partwire-writer", daemon=True)
         self._thread.start()
 
@@ -254,7 +278,7 @@ class Writer:
             return _EMPTY
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
-        ctx = WriteContext(conn, self.last_event_id)
+        ctx = WriteContext(conn, self.epoch, self.last_seq)
         try:
             with conn:
                 for write in batch:
@@ -266,16 +290,16 @@ class Writer:
         self._finish(ctx, batch, [])
 
     def _commit_one_by_one(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
-        ctx = WriteContext(conn, self.last_event_id)
+        ctx = WriteContext(conn, self.epoch, self.last_seq)
         failed: list[tuple[Write, BaseException]] = []
         for write in batch:
-            before = len(ctx.events)
+            before, seq_before = len(ctx.events), ctx.last_seq
             try:
                 with conn:
                     write.apply(ctx)
             except Exception as exc:
                 del ctx.events[before:]
-                ctx.last_event_id = ctx.events[-1].id if ctx.events else self.last_event_id
+                ctx.last_seq = seq_before
                 failed.append((write, exc))
                 if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
                     release_reserve(conn)  # room for the writes that end the message
@@ -284,7 +308,7 @@ class Writer:
     def _finish(
         self, ctx: WriteContext, batch: list[Write], failed: list[tuple[Write, BaseException]]
     ) -> None:
-        self.last_event_id = ctx.last_event_id
+        self.last_seq = ctx.last_seq
         self.batches += 1
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:

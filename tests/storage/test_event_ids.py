@@ -1,0 +1,103 @@
+"""Event ids from the log's sequence (migration 4): old logs keep working, ids name their log."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from partwire import ids
+from partwire.bus import Bus
+from partwire.schema.event import MessagePartDelta
+from partwire.storage.base import EventLogGap
+from partwire.storage.migrations import MIGRATIONS
+from partwire.storage.sqlite import PAGE_SIZE, SqliteStore
+from tests.storage.test_sqlite import _assistant, _delta, _session, _text
+
+
+def _version_3_database(path: Path) -> list[str]:
+    """A database as version 3 wrote it (4 KiB pages, random event ids): a part that was
+    streaming, its row complete up to its second delta. Returns the old event ids."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(
+        "CREATE TABLE schema_version "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for version, name, apply in MIGRATIONS[:3]:
+        apply(conn)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (version, name))
+    conn.execute("INSERT INTO session (id, data) VALUES ('ses_1', ?)", (_session().wire_json(),))
+    conn.execute(
+        "INSERT INTO message (id, session_id, data, seq) VALUES ('msg_2', 'ses_1', ?, 1)",
+        (_assistant().wire_json(),),
+    )
+    old_ids = []
+    for word in ["a ", "b ", "c ", "d"]:
+        event = MessagePartDelta(_delta(word)).with_id(ids.event_id())
+        conn.execute(
+            "INSERT INTO event_log (id, session_id, part_id, type, payload) VALUES (?,?,?,?,?)",
+            (event.id, "ses_1", "prt_1", event.type, event.json),
+        )
+        old_ids.append(event.id)
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, data, delta_from, seq) "
+        "VALUES ('prt_1', 'msg_2', 'ses_1', ?, ?, 1)",
+        (_text(text="a b ").wire_json(), old_ids[1]),
+    )
+    conn.close()
+    return old_ids
+
+
+async def test_a_version_3_log_gets_sequence_ids_and_keeps_its_streaming_part(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "partwire.db"
+    old_ids = _version_3_database(path)
+    store = SqliteStore(path, Bus())
+    await store.open()
+    try:
+        [message] = await store.list_messages("ses_1")
+        logged = await store.events_after(None)
+        with pytest.raises(EventLogGap):  # an id of the old scheme cannot be resumed from
+            await store.events_after(old_ids[1])
+        await store.append_delta(_delta("!"))
+        await store.publish([])
+        [newest] = (await store.events_after(logged[-1].id))[-1:]
+    finally:
+        await store.close()
+    # recovery closed the part: the row's text plus the deltas logged after its mark
+    assert message.parts[0].text == "a b c d"  # type: ignore[union-attr]
+    new_ids = [e.id for e in logged[:4]]
+    assert new_ids == sorted(new_ids) and min(new_ids) > max(old_ids)
+    assert [json.loads(e.json)["id"] for e in logged[:4]] == new_ids  # payloads renamed
+    assert newest.id > logged[-1].id
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(event_log)")]
+        indexes = [row[1] for row in conn.execute("PRAGMA index_list(event_log)")]
+    conn.close()
+    assert "id" not in columns and indexes == ["event_log_lifecycle"]
+
+
+async def test_a_logged_event_reads_back_whole_and_a_foreign_id_is_a_gap(tmp_path: Path) -> None:
+    bus = Bus()
+    store = SqliteStore(tmp_path / "partwire.db", bus)
+    await store.open()
+    try:
+        published = bus.subscribe_all()
+        await store.publish([MessagePartDelta(_delta("x"))])
+        [event] = await store.events_after(None)
+        assert event.json == (await published.get()).json  # the stored form reads back whole
+        assert await store.events_after(event.id) == []
+        other_log = ids.logged_event_id(store.epoch + 1, 1)
+        beyond = ids.logged_event_id(store.epoch, 2)
+        for unknown in (other_log, beyond, "evt_made-up"):
+            with pytest.raises(EventLogGap) as gap:
+                await store.events_after(unknown)
+            assert gap.value.oldest == event.id
+    finally:
+        await store.close()

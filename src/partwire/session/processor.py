@@ -68,6 +68,10 @@ MAX_RETRIES = 5
 UNREACHABLE_RETRIES = 2  # a refused connection rarely heals in seconds: say so soon
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 30.0
+# A model stream read from a full buffer yields events without ever suspending; handing
+# the loop over every this many events lets commits be published and SSE written meanwhile
+# (else the first delta of a burst waits for hundreds behind it).
+YIELD_EVERY = 32
 
 
 def now_ms() -> int:
@@ -166,10 +170,14 @@ class Processor:
         attempt = 0
         while True:
             try:
+                handled = 0
                 async for event in self.model.stream(request):
                     handler = self._handlers.get(event.type)
                     if handler is not None:
                         await handler(event)
+                    handled += 1
+                    if handled % YIELD_EVERY == 0:
+                        await asyncio.sleep(0)
                 await self.calls.wait()
                 return
             except (ConnectionError, TimeoutError) as exc:  # a dropped or stalled stream

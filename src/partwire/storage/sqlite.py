@@ -68,9 +68,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    # copy the WAL into the database every ~8 MB rather than every ~1 MB: a page the log
-    # keeps appending to (or a hot message row) is then copied about once, not many times
-    conn.execute("PRAGMA wal_autocheckpoint=8000")
     conn.execute("PRAGMA busy_timeout=5000")
     conn.execute("PRAGMA foreign_keys=ON")
     # Python's sqlite3 in autocommit mode; `with conn` needs a manual BEGIN.

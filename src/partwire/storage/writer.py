@@ -28,6 +28,12 @@ from partwire.storage.health import release_reserve
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 5_000
+# The writer never copies the WAL into the database itself (its connection has
+# wal_autocheckpoint=0): copying ~8 MB takes tens of milliseconds, and every session's next
+# delta would wait behind it. It counts the pages it appended and, past this many, wakes
+# the Checkpointer, whose PASSIVE checkpoints run on their own connection and never block a
+# writer. Fewer, larger checkpoints copy a page the log keeps appending to about once.
+CHECKPOINT_PAGES = 8_000
 # How long the writer waits for more writes before committing. It is 0: the writer
 # commits what is queued when it wakes, so batches form by themselves under load (writes
 # queue up while a commit runs: ~85 deltas a commit in a burst), while a paced stream
@@ -202,6 +208,47 @@ class DeltaAppend(Write):
 Deliver = Callable[[list[Write], list[Event]], None]
 
 
+class Checkpointer:
+    """A thread that runs a PASSIVE WAL checkpoint each time it is asked to."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="partwire-wal", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stopping = True
+            self._wake.set()
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        conn = self._connect()
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    self.runs += 1
+                except sqlite3.Error as exc:  # the next request tries again
+                    log.warning("WAL checkpoint failed: %s", exc)
+        finally:
+            conn.close()
+
+
 class Writer:
     """Owns the write connection and the thread that group-commits."""
 
@@ -216,6 +263,8 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.checkpointer = Checkpointer(connect)
+        self._pages_since_checkpoint = 0
         self.epoch = 0
         self.last_seq = 0
         self.batches = 0
@@ -225,6 +274,7 @@ class Writer:
     ) -> None:
         self._loop, self._deliver = loop, deliver
         self.epoch, self.last_seq = epoch, last_seq
+        self.checkpointer.start()
         self._thread = threading.Thread(target=self._run, name="partwire-writer", daemon=True)
         self._thread.start()
 
@@ -236,9 +286,11 @@ class Writer:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
+        self.checkpointer.stop()
 
     def _run(self) -> None:
         conn = self._connect()
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's job
         try:
             stopping = False
             while not stopping:
@@ -277,6 +329,12 @@ class Writer:
         except queue.Empty:
             return _EMPTY
 
+    def _count_pages(self, events: list[Event]) -> None:
+        self._pages_since_checkpoint += _pages(events)
+        if self._pages_since_checkpoint >= CHECKPOINT_PAGES:
+            self._pages_since_checkpoint = 0
+            self.checkpointer.request()
+
     def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         try:
@@ -310,11 +368,17 @@ class Writer:
     ) -> None:
         self.last_seq = ctx.last_seq
         self.batches += 1
+        self._count_pages(ctx.events)
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:
             if write.future is not None:
                 self._loop.call_soon_threadsafe(_fail, write.future, self._describe(exc))
         self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
+
+
+def _pages(events: list[Event]) -> int:
+    """About how many 1 KiB WAL pages a commit of these events appended (at least one)."""
+    return 1 + sum(len(event.json) for event in events) // 1000
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:

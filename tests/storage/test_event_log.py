@@ -1,7 +1,8 @@
-"""Event ids from the log's sequence (migration 4): old logs keep working, ids name their log."""
+"""The event log: ids from its sequence (migration 4), old logs converted, WAL checkpoints."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from partwire import ids
 from partwire.bus import Bus
 from partwire.schema.event import MessagePartDelta
+from partwire.storage import writer
 from partwire.storage.base import EventLogGap
 from partwire.storage.migrations import MIGRATIONS
 from partwire.storage.sqlite import PAGE_SIZE, SqliteStore
@@ -99,5 +101,28 @@ async def test_a_logged_event_reads_back_whole_and_a_foreign_id_is_a_gap(tmp_pat
             with pytest.raises(EventLogGap) as gap:
                 await store.events_after(unknown)
             assert gap.value.oldest == event.id
+    finally:
+        await store.close()
+
+
+async def test_the_wal_is_checkpointed_off_the_writer_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "CHECKPOINT_PAGES", 20)
+    path = tmp_path / "partwire.db"
+    store = SqliteStore(path, Bus())
+    await store.open()
+    try:
+        before = path.stat().st_size
+        for n in range(60):  # each its own commit, as a paced stream's deltas are
+            await store.publish([MessagePartDelta(_delta(f"w{n} "))])
+        checkpointer = store._writer.checkpointer
+        for _ in range(200):
+            if checkpointer.runs and path.stat().st_size > before:
+                break
+            await asyncio.sleep(0.01)
+        assert checkpointer.runs >= 1
+        assert path.stat().st_size > before  # pages reached the database file itself
+        assert len(await store.events_after(None)) == 60
     finally:
         await store.close()

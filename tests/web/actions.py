@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from playwright.async_api import Locator, Page, expect
 
 
@@ -21,7 +24,24 @@ def card(page: Page, tool: str) -> Locator:
 
 
 async def wait_idle(page: Page, within_ms: float = 20_000) -> None:
+    """The run the last prompt started has ended, and the page says so. The status alone
+    cannot tell: it reads idle until the run's first event arrives."""
+    if "#/session/" in page.url:
+        session = page.url.split("#/session/")[1]
+        deadline = time.monotonic() + within_ms / 1000
+        while not await _answered(page, session):
+            assert time.monotonic() < deadline, f"session {session} never finished its run"
+            await asyncio.sleep(0.05)
     await expect(page.locator('[data-status="idle"]')).to_be_visible(timeout=within_ms)
+
+
+async def _answered(page: Page, session: str) -> bool:
+    """The newest message is an assistant message that is complete."""
+    messages = await (await page.request.get(f"/session/{session}/message")).json()
+    if not messages:
+        return True  # nothing was sent: nothing to wait for
+    info = messages[-1]["info"]
+    return bool(info["role"] == "assistant" and info["time"].get("completed"))
 
 
 def words(n: int) -> str:

@@ -108,6 +108,8 @@ async def test_a_remote_image_in_model_text_is_not_fetched(browser: Browser, bas
 
 async def test_a_compaction_is_a_divider(page: Page) -> None:
     await send(page, "list")
+    # the status reads idle until the run's first event arrives: see the run, then its end
+    await expect(card(page, "list")).to_have_attribute("data-state", "completed")
     await wait_idle(page)
     session = page.url.split("#/session/")[1]
     body = {"providerID": "demo", "modelID": "demo"}

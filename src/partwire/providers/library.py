@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -380,9 +381,32 @@ class ChatCompletionsModel(LibraryModel):
 
 async def _open_chat_stream(model: Model, request: ModelRequest, provider: str) -> Any:
     """The SDK's stream object once the provider accepted the request (not yet read)."""
-    settings, parameters = model.prepare_request(None, _parameters(request))
+    settings, parameters = _prepared(model, request, provider)
     create = model._completions_create  # type: ignore[attr-defined]
     return await create(to_messages(request, provider), True, dict(settings or {}), parameters)
+
+
+# pydantic-ai's prepare_request rewrites every tool's JSON schema for the model's profile:
+# about 3 ms a request with the built-in tools, paid again by every step of every session.
+# Its result depends only on the model and the tools, so it is kept (the SDK builds fresh
+# request dicts from it each time; nothing downstream changes it).
+_PREPARED: OrderedDict[tuple[str, str, str], tuple[Any, ModelRequestParameters]] = OrderedDict()
+_PREPARED_MAX = 64
+
+
+def _prepared(
+    model: Model, request: ModelRequest, provider: str
+) -> tuple[Any, ModelRequestParameters]:
+    tools = json.dumps([[t.name, t.description, t.parameters] for t in request.tools])
+    key = (provider, model.model_name, tools)
+    found = _PREPARED.get(key)
+    if found is None:
+        found = _PREPARED[key] = model.prepare_request(None, _parameters(request))
+        if len(_PREPARED) > _PREPARED_MAX:
+            _PREPARED.popitem(last=False)
+    else:
+        _PREPARED.move_to_end(key)
+    return found
 
 
 async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:

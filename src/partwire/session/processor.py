@@ -285,7 +285,7 @@ class Processor:
         current.pending_chars += len(event.delta)
         part = current.part
         await self.store.append_delta(
-            PartDeltaProps.model_construct(  # trusted values: no validation on the hot path
+            PartDeltaProps(
                 session_id=part.session_id,
                 message_id=part.message_id,
                 part_id=part.id,

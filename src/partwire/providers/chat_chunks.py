@@ -81,8 +81,7 @@ class SseSplitter:
 
     def close(self) -> list[bytes]:
         """What a stream that ended without a final blank line still holds."""
-        tail = self.feed(b"\n\n") if self._pending or self._data else []
-        return tail
+        return self.feed(b"\n\n") if self._pending or self._data else []
 
 
 @dataclass
@@ -198,17 +197,20 @@ class ChunkDecoder:
             if not text:
                 return []
             self._after_think = False
-        if not self._text_seen:
-            self._head += text
-            if THINK_OPEN.startswith(self._head.lstrip()) and len(self._head.lstrip()) < 7:
-                return []  # could still become "<think>"
-            if self._head.lstrip().startswith(THINK_OPEN):
-                self._text_seen = True
-                rest = self._head.lstrip()[len(THINK_OPEN) :]
-                self._head = ""
-                events = self._switch("think")
-                return events + (self._think(rest) if rest else [])
-            text, self._head = self._head, ""
+        if self._text_seen:
+            return self._text(text)
+        held, self._head = self._head + text, ""
+        head = held.lstrip()
+        if len(head) < len(THINK_OPEN) and THINK_OPEN.startswith(head):
+            self._head = held  # could still become "<think>"
+            return []
+        if head.startswith(THINK_OPEN):
+            self._text_seen = True
+            rest = head[len(THINK_OPEN) :]
+            return self._switch("think") + (self._think(rest) if rest else [])
+        return self._text(held)
+
+    def _text(self, text: str) -> list[StreamEvent]:
         self._text_seen = True
         events = self._switch("text")
         assert self._open is not None
@@ -235,10 +237,7 @@ class ChunkDecoder:
         if not self._head:
             return []
         text, self._head = self._head, ""
-        self._text_seen = True
-        events = self._switch("text")
-        assert self._open is not None
-        return [*events, TextDelta(self._open, text)]
+        return self._text(text)
 
     def _tool_fragment(self, fragment: dict[str, Any]) -> list[StreamEvent]:
         index = fragment.get("index", 0)

@@ -63,14 +63,25 @@ class Event:
     def __post_init__(self) -> None:
         if not self.json:
             body = self.properties.wire_json()
-            object.__setattr__(
-                self, "json", f'{{"id":"{self.id}","type":"{self.type}","properties":{body}}}'
-            )
+            object.__setattr__(self, "json", event_json(self.id, self.type, body))
+
+    @property
+    def properties_json(self) -> str:
+        """The properties' JSON, cut out of ``json`` (the event log keeps only this)."""
+        return self.json[_JSON_HEAD + len(self.id) + len(self.type) : -1]
 
     @property
     def session_id(self) -> str | None:
         value = getattr(self.properties, "session_id", None)
         return value if isinstance(value, str) else None
+
+
+_JSON_HEAD = len('{"id":"","type":"","properties":')
+
+
+def event_json(event_id: str, event_type: str, properties_json: str) -> str:
+    """An event's wire JSON: the one place its envelope is written."""
+    return f'{{"id":"{event_id}","type":"{event_type}","properties":{properties_json}}}'
 
 
 REGISTRY: dict[str, EventDefinition[Any]] = {}

@@ -14,7 +14,14 @@ from pydantic import TypeAdapter
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import IdConflictError, NotFoundError, StorageError
-from partwire.schema.event import Draft, Empty, Event, PartDeltaProps, parse_event
+from partwire.schema.event import (
+    Draft,
+    Empty,
+    Event,
+    PartDeltaProps,
+    event_json,
+    parse_event,
+)
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.permission import Todo
@@ -44,7 +51,6 @@ from partwire.storage.writer import (
     TodoPut,
     Write,
     Writer,
-    wire_payload,
 )
 
 T = TypeVar("T")
@@ -344,7 +350,7 @@ class SqliteStore:
     def _logged(self, seq: int, kind: str, properties: str) -> Event:
         """A logged event for framing only: its wire JSON, not parsed again."""
         event_id = ids.logged_event_id(self.epoch, seq)
-        return Event(event_id, kind, _UNPARSED, json=wire_payload(event_id, kind, properties))
+        return Event(event_id, kind, _UNPARSED, json=event_json(event_id, kind, properties))
 
     async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: sqlite3.Connection) -> list[Event]:

@@ -42,24 +42,6 @@ LINGER_S = 0.0
 _EMPTY = object()
 
 
-# A logged event is stored as its type and its properties' JSON: the id is its sequence
-# number's (ids.logged_event_id). A delta's row is then small enough that five share a
-# 1 KiB page, so a paced stream's commit mostly rewrites one page.
-
-
-_WIRE_HEAD = len('{"id":"","type":"","properties":')
-
-
-def stored_payload(event: Event) -> str:
-    """The properties' JSON, cut out of the event's wire JSON (see ``Event``)."""
-    return event.json[_WIRE_HEAD + len(event.id) + len(event.type) : -1]
-
-
-def wire_payload(event_id: str, kind: str, properties: str) -> str:
-    """The inverse of ``stored_payload``."""
-    return f'{{"id":"{event_id}","type":"{kind}","properties":{properties}}}'
-
-
 class WriteContext:
     """What a write sees inside the writer's transaction."""
 
@@ -70,11 +52,14 @@ class WriteContext:
         self.events: list[Event] = []
 
     def log(self, draft: Draft) -> None:
+        """Insert the event as its type and its properties' JSON: its id is its sequence
+        number's (ids.logged_event_id). A delta's row is then small enough that five share
+        a 1 KiB page, so a paced stream's commit mostly rewrites one page."""
         seq = self.last_seq + 1
         event = draft.with_id(ids.logged_event_id(self.epoch, seq))
         self.conn.execute(
             "INSERT INTO event_log (seq, type, payload) VALUES (?,?,?)",
-            (seq, event.type, stored_payload(event)),
+            (seq, event.type, event.properties_json),
         )
         self.last_seq = seq
         self.events.append(event)

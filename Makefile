@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system sdk ui lint typecheck pytest reliability bench wheel clean
+.PHONY: help serve test system sdk ui js lint typecheck pytest reliability bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,11 +18,12 @@ $(STAMP): pyproject.toml
 serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)
 	$(BIN)/partwire serve $(if $(PORT),--port $(PORT))
 
-test: $(STAMP) system sdk ui lint typecheck pytest ## System packages, SDK, web UI build + tsc, format check, lint, mypy --strict, pytest
+test: $(STAMP) system sdk ui js lint typecheck pytest ## System packages, SDK, web UI build + tsc, the JS client's build and tests, format check, lint, mypy --strict, pytest
 
 # The web UI: npm dependencies and a Vite build into the package (served at /, shipped in the wheel).
 UI_OUT := src/partwire/server/static/index.html
-UI_SOURCES := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json
+UI_SOURCES := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json \
+  clients/js/src/index.ts
 
 # npm install, not npm ci: the lock holds only the platform builds of rollup this
 # registry serves, which npm ci refuses; install still takes the locked versions.
@@ -44,6 +45,20 @@ $(SDK_STAMP): tests/sdk/package-lock.json
 
 sdk: $(SDK_STAMP) ## Install the official opencode JS SDK for its conformance test (npm)
 
+JS_STAMP := clients/js/dist/.built
+JS_SOURCES := $(wildcard clients/js/src/*.ts clients/js/test/*.ts clients/js/scripts/*.ts) \
+  clients/js/package-lock.json clients/js/tsconfig.json
+
+$(JS_STAMP): $(JS_SOURCES)
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd clients/js && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build \
+	    && touch dist/.built; \
+	else echo "npm not found: the JS client is not built and its hub tests are skipped"; fi
+
+js: $(JS_STAMP) ## Build clients/js (the TypeScript SessionEvent reducer) and run its tests
+	@if [ -f $(JS_STAMP) ]; then cd clients/js && \
+	  out=$$(npm test --silent 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | grep -E '^# (pass|fail)'; fi
+
 system: ## Install the system packages tests use (ripgrep, git, chromium) when apt-get is available as root
 	@missing=""; for tool in rg:ripgrep git:git chromium:chromium; do \
 	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; done; \
@@ -55,8 +70,8 @@ system: ## Install the system packages tests use (ripgrep, git, chromium) when a
 	else echo "not installed:$$missing (needs root and apt-get); the tests that need them are skipped"; fi
 
 lint: $(STAMP) ## ruff format --check and ruff check
-	$(BIN)/ruff format --check src tests bench
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples
 
 typecheck: $(STAMP) ## mypy --strict on the package
 	$(BIN)/mypy src/partwire
@@ -80,6 +95,8 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/start.py
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 	$(BIN)/python bench/replay.py --events 90000
+	$(BIN)/python bench/ingest.py --deltas 10000
+	$(BIN)/python bench/ingest.py --deltas 500 --paced-ms 5
 
 wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .

@@ -84,3 +84,18 @@ async def test_start_bench_prints_both_cases() -> None:
         ("demo model only", "OPENAI_API_KEY set")
     )
     assert all(float(row.split()[-1]) > 0 for row in rows)
+
+
+async def test_ingest_bench_prints_its_table() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "ingest.py"), "--deltas", "200", "--repeat", "2",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].split() == ["run", "deltas", "paced", "ms", "deltas/s", "CPU", "ms/1k"]
+    rows = [line.split() for line in lines[1:]]
+    assert [r[:2] for r in rows] == [["1", "200"], ["2", "200"]]
+    assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)

@@ -16,6 +16,7 @@ EXPECTED = [
     "ProviderError",
     "Runtime",
     "Settings",
+    "StreamingMessageBuilder",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -15,7 +15,7 @@ LAYERS = {
     "workspace": 2,
     "session": 3,
     "runtime": 4,
-    "server": 5, "protocols": 5, "client": 5, "cli": 6,
+    "server": 5, "protocol": 5, "client": 5, "cli": 6,
 }  # fmt: skip
 
 

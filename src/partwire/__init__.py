@@ -1,5 +1,7 @@
 """partwire: model streams become typed, persistent, live conversation parts."""
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
 from partwire.bus import Bus
@@ -22,6 +24,20 @@ from partwire.server.runner import serve_in_background
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.registry import register_tool
 
+if TYPE_CHECKING:
+    from partwire.session.builder import StreamingMessageBuilder
+
+
+def __getattr__(name: str) -> Any:
+    """The message builder loads when first asked for: a server that never records an
+    external loop does not pay for it at start-up."""
+    if name == "StreamingMessageBuilder":
+        from partwire.session.builder import StreamingMessageBuilder
+
+        return StreamingMessageBuilder
+    raise AttributeError(f"module 'partwire' has no attribute {name!r}")
+
+
 __all__ = [
     "BadRequestError",
     "Bus",
@@ -34,6 +50,7 @@ __all__ = [
     "ProviderError",
     "Runtime",
     "Settings",
+    "StreamingMessageBuilder",
     "Tool",
     "ToolContext",
     "ToolError",

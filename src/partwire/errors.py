@@ -6,6 +6,7 @@
     ├── UserError                  shown to the caller of the API / CLI (HTTP 4xx)
     │   ├── NotFoundError          an id that does not exist (404)
     │   ├── BadRequestError        malformed or empty input (400)
+    │   │   └── BuilderError       a message-builder call its message's state does not allow
     │   ├── SessionBusyError       the operation needs an idle session (409)
     │   ├── IdConflictError        a client-chosen id is already in use (409)
     │   └── TooManyRequestsError   a client passed a quota (429)
@@ -53,6 +54,11 @@ class BadRequestError(UserError):
         super().__init__(message)
         self.field = field
         self.kind = kind
+
+
+class BuilderError(BadRequestError):
+    """A StreamingMessageBuilder call out of order (a result before its call, a delta
+    after its part ended) or with input it cannot take; nothing was changed."""
 
 
 class SessionBusyError(UserError):

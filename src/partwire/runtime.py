@@ -10,9 +10,12 @@ their own, made on first use. Sessions always run in their own directory's scope
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from partwire import ids
 from partwire.bus import Bus
@@ -23,6 +26,7 @@ from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
 from partwire.quotas import Quotas
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
+from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
 from partwire.session.loop import SessionLoop
 from partwire.session.revert import Reverts
@@ -35,12 +39,27 @@ from partwire.storage import lock
 from partwire.storage.sqlite import SqliteStore
 from partwire.tools.registry import load_builtin_tools
 
+if TYPE_CHECKING:
+    from partwire.session.recorder import Recorder, Recording
+
 
 @dataclass
 class Project:
     settings: Settings
     loop: SessionLoop
     sessions: Sessions
+    _recorder: Recorder | None = None
+
+    @property
+    def recorder(self) -> Recorder:
+        """Recordings of external loops in this project, made on first use (its modules
+        load then, not at start-up)."""
+        if self._recorder is None:
+            from partwire.session.recorder import Recorder
+
+            loop = self.loop
+            self._recorder = Recorder(loop.store, loop.host, loop.status, loop.claim, loop.release)
+        return self._recorder
 
     @property
     def directory(self) -> str:
@@ -115,6 +134,37 @@ class Runtime:
     def project_of(self, session: Session) -> Project:
         """Sessions run in their own directory, whatever directory a request names."""
         return self.project(session.directory)
+
+    @contextlib.asynccontextmanager
+    async def record(
+        self,
+        session_id: str,
+        *,
+        role: str = "assistant",
+        prompt: str | None = None,
+        parent_id: str | None = None,
+        model: ModelRef | str | None = None,
+        agent: str | None = None,
+        message_id: str | None = None,
+    ) -> AsyncIterator[Recording]:
+        """Record one message of your own agent loop into ``session_id``, live::
+
+            async with runtime.record(session_id, prompt="Fix the test") as msg:
+                await msg.add_text_delta("Looking…")
+
+        See :class:`partwire.session.recorder.Recorder.record` for the options."""
+        session = await self.store.get_session(session_id)
+        recorder = self.project_of(session).recorder
+        async with recorder.record(
+            session_id,
+            role=role,
+            prompt=prompt,
+            parent_id=parent_id,
+            model=model,
+            agent=agent,
+            message_id=message_id,
+        ) as recording:
+            yield recording
 
     @property
     def default(self) -> Project:

@@ -41,3 +41,29 @@ def test_sdks_load_after_the_start_not_during_it(project: Path, tmp_path: Path) 
         "started: []",
         "warmed up: ['openai', 'pydantic_ai']",  # only the SDK a provider uses
     ]
+
+
+LOADED_ON_USE = (
+    "socketio", "engineio", "aiohttp", "partwire.session.builder", "partwire.session.recorder",
+    "partwire.schema.frames", "partwire.schema.ingest", "partwire.protocol.blocks",
+    "partwire.protocol.partframes",
+)  # fmt: skip
+
+
+def test_what_only_some_requests_need_loads_on_first_use(project: Path, tmp_path: Path) -> None:
+    """Socket.IO, the external-loop recorder and the frame and block adapters stay out of
+    the start: they load with the first request that needs them."""
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom partwire.config import load_settings\n"
+        "from partwire.server.app import create_app\n"
+        "create_app(load_settings(project_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2])))\n"
+        f"print([m for m in {LOADED_ON_USE!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(project), str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

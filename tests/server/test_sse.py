@@ -63,6 +63,23 @@ async def test_connected_first_then_logged_events_with_id_lines(server: str) -> 
     assert "message.part.delta" in {f["event"]["type"] for f in rest}
 
 
+EXTERNAL_MESSAGE = b"\n".join(
+    json.dumps(line).encode()
+    for line in [
+        {"type": "start", "prompt": "external", "model": {"providerID": "x", "modelID": "y"}},
+        {"type": "step-start"},
+        {"type": "reasoning-delta", "delta": "think"},
+        {"type": "text-delta", "delta": "say"},
+        {"type": "tool-call-start", "callID": "c1", "tool": "bash"},
+        {"type": "tool-args-delta", "callID": "c1", "delta": "{}"},
+        {"type": "tool-call", "callID": "c1", "tool": "bash", "input": {}},
+        {"type": "tool-result", "callID": "c1", "output": "ok"},
+        {"type": "file", "mime": "text/plain", "url": "file:///a.txt"},
+        {"type": "step-finish", "tokens": {"input": 1, "output": 1}, "cost": 0.1},
+    ]
+)
+
+
 async def test_every_event_validates_against_the_reference_schema(server: str) -> None:
     """Drive each demo behaviour, then check every emitted event against Event<Name>."""
     seen: dict[str, int] = {}
@@ -75,6 +92,8 @@ async def test_every_event_validates_against_the_reference_schema(server: str) -
                 await http.post(
                     f"/session/{sid}/message", json={"parts": [{"type": "text", "text": text}]}
                 )
+            ingested = await http.post(f"/session/{sid}/ingest", content=EXTERNAL_MESSAGE)
+            assert ingested.status_code == 200, ingested.text  # events of our recorder
             await http.delete(f"/session/{sid}")
             async for frame in frames:
                 event = frame["event"]

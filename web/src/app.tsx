@@ -1,5 +1,6 @@
 // The layout: session list, the open conversation with its status, the prompt box.
 import { useEffect, useState } from "preact/hooks";
+import { ActivityBar } from "./activity";
 import { api, type PromptPart } from "./api";
 import { Conversation } from "./conversation";
 import { loadSession } from "./loader";
@@ -142,6 +143,7 @@ function TopBar({ current, onMenu }: { current: string | null; onMenu: () => voi
         )}
         <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
       </div>
+      {current && <ActivityBar key={current} sessionID={current} />}
       {current && <StatusPill sessionID={current} />}
     </header>
   );

@@ -93,6 +93,12 @@ def _add_run(commands: Commands, shared: _Shared) -> None:
     run.add_argument("--title", help="the session's title")
     run.add_argument("--yes", action="store_true", help="allow every permission ask once")
     run.add_argument(
+        "--watch",
+        action="store_true",
+        help="send nothing: render the session's next run (ours or an external loop's) "
+        "live, answering its asks, until it ends (needs -s or -c)",
+    )
+    run.add_argument(
         "--format",
         choices=("default", "json"),
         default="default",
@@ -119,6 +125,32 @@ def _add_session_commands(commands: Commands, shared: _Shared) -> None:
         "import", parents=parents, help="load a session that `export` wrote"
     )
     imported.add_argument("file", help="the JSON export (- reads standard input)")
+
+
+def _add_ingest(commands: Commands, shared: _Shared) -> None:
+    ingest = commands.add_parser(
+        "ingest",
+        parents=[shared.logs, shared.project, shared.attach],
+        help="record another agent runtime's JSON lines (stdin or a command) into a session",
+        description="Reads JSON lines from standard input, or from COMMAND's output after --, "
+        "and records them live as a message of a session.",
+    )
+    ingest.add_argument(
+        "--from",
+        dest="source_format",
+        required=True,
+        metavar="FORMAT",
+        help="openai-chat, openai-responses, anthropic, claude-code, opencode or partwire",
+    )
+    ingest.add_argument("-s", "--session", help="the session (default: a new one)")
+    ingest.add_argument("--title", help="the new session's title")
+    ingest.add_argument("--prompt", help="the user message the first answer replies to")
+    ingest.add_argument(
+        "command_line",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="run this and read its output",
+    )
 
 
 def _add_models_and_db(commands: Commands, shared: _Shared) -> None:
@@ -150,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     shared = _Shared()
-    for add in (_add_serve, _add_run, _add_session_commands, _add_models_and_db):
+    for add in (_add_serve, _add_run, _add_session_commands, _add_ingest, _add_models_and_db):
         add(commands, shared)
     return parser
 
@@ -223,6 +255,23 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     return asyncio.run(run_prompt(args, settings))
 
 
+def _ingest(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.ingest import run_ingest
+
+    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    return asyncio.run(
+        run_ingest(
+            settings,
+            args.attach,
+            args.source_format,
+            args.session,
+            args.title,
+            args.prompt,
+            command,
+        )
+    )
+
+
 COMMANDS = {
     "serve": _serve,
     "db": _db,
@@ -231,6 +280,7 @@ COMMANDS = {
     "import": _import,
     "models": _models,
     "run": _run,
+    "ingest": _ingest,
 }
 
 

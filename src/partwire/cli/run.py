@@ -192,7 +192,9 @@ async def _send(
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    text = prompt_text(args.message, sys.stdin)
+    if args.watch and (args.message or not (args.session or args.continue_)):
+        raise BadRequestError("--watch renders an existing session: give -s ID or -c, no prompt")
+    text = "" if args.watch else prompt_text(args.message, sys.stdin)
     async with connected(args.attach, settings, err) as client:
         session, made = await _session_for(client, args, settings)
         err.print(f"[dim]session {session.id}[/dim]")
@@ -202,7 +204,8 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
         await _wait_connected(events)
         with CtrlC(client, session.id, renderer, answerer) as ctrl_c:
             try:
-                await _send(client, session, made, text, args)
+                if not args.watch:
+                    await _send(client, session, made, text, args)
                 await _follow(events, session.id, renderer, answerer)
             except Interrupted:  # Ctrl-C at a prompt: the run ends now, the abort is sent
                 await ctrl_c.aborted()

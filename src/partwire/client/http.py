@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
+
+if TYPE_CHECKING:
+    from partwire.schema.frames import Frame
 
 from partwire.client.shapes import (
     FileChange,
@@ -175,6 +178,30 @@ class PartwireClient:
         _raise_for(response)
         messages = [MessageWithParts.model_validate(m) for m in response.json()]
         return messages, response.headers.get("x-last-event-id")
+
+    async def ingest(
+        self,
+        session_id: str,
+        events: Iterable[Mapping[str, Any]] | AsyncIterable[Mapping[str, Any]],
+    ) -> MessageWithParts:
+        """Stream ingest events (one dict per builder call, see ``POST .../ingest``) into a
+        new message of ``session_id``; each is sent as soon as ``events`` yields it."""
+
+        async def lines() -> AsyncIterator[bytes]:
+            if isinstance(events, AsyncIterable):
+                async for event in events:
+                    yield (json.dumps(event) + "\n").encode()
+            else:
+                for event in events:
+                    yield (json.dumps(event) + "\n").encode()
+
+        response = await self._http.post(
+            f"/session/{session_id}/ingest",
+            content=lines(),
+            headers={"content-type": "application/x-ndjson"},
+        )
+        _raise_for(response)
+        return MessageWithParts.model_validate(response.json())
 
     async def message(self, session_id: str, message_id: str) -> MessageWithParts:
         raw = await self._request("GET", f"/session/{session_id}/message/{message_id}")
@@ -414,6 +441,52 @@ class PartwireClient:
                 elif line == "" and data:
                     yield parse_event(json.loads("\n".join(data)))
                     data = []
+
+    async def part_frames(
+        self, session_id: str, last_event_id: str | None = None
+    ) -> AsyncGenerator[Frame, None]:
+        """One session as part frames (``GET /session/{id}/stream``), resuming with
+        Last-Event-ID after a drop: each frame is yielded once, in order. Feed them to
+        :class:`partwire.protocol.partframes.FrameReducer` to rebuild the messages."""
+        attempt = 0
+        while True:
+            try:
+                async for frame_id, frame in self._frame_stream(session_id, last_event_id):
+                    attempt = 0
+                    last_event_id = frame_id or last_event_id
+                    yield frame
+            except (httpx.TransportError, httpx.RemoteProtocolError):
+                pass
+            delay = RECONNECT_DELAYS_S[min(attempt, len(RECONNECT_DELAYS_S) - 1)]
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _frame_stream(
+        self, session_id: str, last_event_id: str | None
+    ) -> AsyncIterator[tuple[str | None, Frame]]:
+        headers = {"Accept": "text/event-stream"}
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        timeout = httpx.Timeout(None, connect=10.0)
+        path = f"/session/{session_id}/stream"
+        async with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
+            _raise_for(response)
+            data: list[str] = []
+            frame_id: str | None = None
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip(" "))
+                elif line.startswith("id:"):
+                    frame_id = line[3:].strip()
+                elif line == "" and data:
+                    yield frame_id, parse_frame("\n".join(data))
+                    data, frame_id = [], None
+
+
+def parse_frame(data: str) -> Frame:
+    from partwire.schema.frames import frame_adapter  # loaded when a client first reads frames
+
+    return frame_adapter.validate_json(data)
 
 
 def _is_logged(event: Event) -> bool:

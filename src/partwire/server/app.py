@@ -11,7 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
-from partwire.server import errors, sse, ui
+from partwire.server import errors, hub, sse, ui
 from partwire.server.access import AccessLog
 from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
@@ -20,6 +20,8 @@ from partwire.server.routes import (
     actions,
     agent,
     config,
+    frames,
+    ingest,
     parts,
     permission,
     session,
@@ -56,6 +58,7 @@ def _index(app: FastAPI) -> None:
 
 def create_app(settings: Settings) -> FastAPI:
     runtime = Runtime.build(settings)
+    clients = hub.ClientHub(runtime)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,6 +66,7 @@ def create_app(settings: Settings) -> FastAPI:
         try:
             yield
         finally:
+            await clients.shutdown()
             await runtime.stop()
 
     app = FastAPI(
@@ -74,10 +78,24 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.hub = clients
     errors.install(app)
     _protect(app, settings)
-    for module in (sse, session, parts, actions, permission, agent, config, workspace):
+    for module in (
+        sse,
+        session,
+        parts,
+        actions,
+        ingest,
+        frames,
+        permission,
+        agent,
+        config,
+        workspace,
+        hub,
+    ):
         app.include_router(module.router)
+    app.mount("/socket.io", clients.asgi())
     _index(app)
     ui.install(app)
     return app

@@ -22,6 +22,13 @@ def _too_large(limit: int) -> bytes:
     return json.dumps({"name": "PayloadTooLarge", "data": {"message": message}}).encode()
 
 
+def streams_body(scope: Scope) -> bool:
+    """Routes that read their body as it arrives (NDJSON ingest) and check it line by line:
+    buffering it here would hold back every line until the stream ended."""
+    path: str = scope.get("path", "")
+    return scope["method"] == "POST" and path.startswith("/session/") and path.endswith("/ingest")
+
+
 class BodyLimit:
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -35,12 +42,19 @@ class BodyLimit:
             too_long = f"The query string is longer than {MAX_QUERY_BYTES} bytes"
             await _respond(send, 414, _error("URITooLong", too_long))
             return
+        if streams_body(scope):
+            await self.app(scope, receive, send)
+            return
         headers = dict(scope.get("headers", []))
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._reject(send)
             return
-        if declared is not None or scope["method"] in ("GET", "HEAD", "DELETE"):
+        if (
+            declared is not None
+            or scope["method"] in ("GET", "HEAD", "DELETE")
+            or streams_body(scope)
+        ):
             await self.app(scope, receive, send)
             return
         # chunked: read it here, up to the limit, then replay it to the app
@@ -112,7 +126,7 @@ class UnicodeGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
+        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS or streams_body(scope):
             await self.app(scope, receive, send)
             return
         chunks: list[Message] = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from partwire import ids
@@ -85,6 +86,7 @@ class _Run:
     resume_after_compaction: bool = False
     compacted_for_overflow: bool = False
     wakeups: int = 0  # prompts attached to this run; a change after a decision means decide again
+    on_abort: Callable[[], Awaitable[None]] | None = None  # an external loop's recording
 
 
 class SessionLoop:
@@ -129,6 +131,9 @@ class SessionLoop:
     async def _store_prompt(self, session_id: str, body: PromptInput) -> UserMessage:
         """Check everything a prompt names, then store it (a bad prompt stores nothing)."""
         session = await self.store.get_session(session_id)
+        run = self._runs.get(session_id)
+        if run is not None and run.on_abort is not None:  # an external loop is recording
+            raise SessionBusyError(session_id)
         model = self._model_ref(body, session)
         language_model = resolve_model(model.provider_id, model.model_id, self.settings)
         refuse_variant(model.provider_id, model.model_id, body.variant, "variant")
@@ -190,11 +195,27 @@ class SessionLoop:
         provider_id, model_id = parse_model_ref(self.settings.default_model)
         return ModelRef(provider_id=provider_id, model_id=model_id)
 
+    def claim(self, session_id: str, on_abort: Callable[[], Awaitable[None]]) -> object:
+        """Mark the session busy for an external loop's recording (SessionBusyError if it
+        is busy already); ``abort`` then calls ``on_abort``. Returns the claim to release."""
+        self.ensure_idle_now(session_id)
+        run = self._runs[session_id] = _Run(on_abort=on_abort)
+        return run
+
+    def release(self, session_id: str, claim: object) -> bool:
+        """End ``claim``; False when it had ended already."""
+        if self._runs.get(session_id) is not claim:
+            return False
+        del self._runs[session_id]
+        return True
+
     async def abort(self, session_id: str) -> bool:
         run = self._runs.get(session_id)
         if run is None:
             return False
         run.aborted = True
+        if run.on_abort is not None:  # end the external message first, then its asks
+            await run.on_abort()
         if run.step is not None:
             run.step.cancel()
         # Tell clients that the asks they are showing are gone.
@@ -205,6 +226,9 @@ class SessionLoop:
         return True
 
     async def ensure_idle(self, session_id: str) -> None:
+        self.ensure_idle_now(session_id)
+
+    def ensure_idle_now(self, session_id: str) -> None:
         if self.is_busy(session_id):
             raise SessionBusyError(session_id)
 

@@ -78,6 +78,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def flush_due(pending_chars: int, flushed_chars: int) -> bool:
+    """Whether a streaming part's row should be rewritten now: once the text not yet in it
+    is as long as the text already there (and at least FLUSH_MIN_CHARS)."""
+    return pending_chars >= max(FLUSH_MIN_CHARS, flushed_chars)
+
+
 @dataclass
 class _Streaming:
     """A text or reasoning part that is receiving deltas."""
@@ -293,7 +299,7 @@ class Processor:
                 delta=event.delta,
             )
         )
-        if current.pending_chars >= max(FLUSH_MIN_CHARS, current.flushed_chars):
+        if flush_due(current.pending_chars, current.flushed_chars):
             await self._flush(current)
 
     async def _flush(self, current: _Streaming) -> None:

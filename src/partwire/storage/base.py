@@ -74,6 +74,11 @@ class Store(Protocol):
         log lacks ``event_id``."""
         ...
 
+    async def session_history(self, session_id: str, through: str, types: list[str]) -> list[Event]:
+        """The logged events of ``types`` that name ``session_id``, up to and including
+        ``through``, parsed; EventLogGap when the log cannot say (``through`` unknown)."""
+        ...
+
     async def events_after(self, event_id: str | None) -> list[Event]:
         """Logged events after ``event_id`` (None: from the start) in order; EventLogGap
         when the log does not hold that id (pruned, or never logged here)."""

@@ -352,6 +352,19 @@ class SqliteStore:
         event_id = ids.logged_event_id(self.epoch, seq)
         return Event(event_id, kind, _UNPARSED, json=event_json(event_id, kind, properties))
 
+    async def session_history(self, session_id: str, through: str, types: list[str]) -> list[Event]:
+        def query(conn: sqlite3.Connection) -> list[Event]:
+            seq = self._seq_of(conn, through)
+            marks = ",".join("?" * len(types))
+            rows = conn.execute(
+                f"SELECT seq, type, payload FROM event_log WHERE seq <= ? AND type IN ({marks}) "
+                "AND instr(payload, ?) > 0 ORDER BY seq",
+                (seq, *types, f'"sessionID":"{session_id}"'),
+            ).fetchall()
+            return [parse_event(self._logged(*row).json) for row in rows]
+
+        return await self._read(query)
+
     async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: sqlite3.Connection) -> list[Event]:
             seq = self._seq_of(conn, event_id)

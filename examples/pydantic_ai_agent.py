@@ -1,0 +1,51 @@
+"""A pydantic-ai Agent whose run is recorded into partwire, live.
+
+    python examples/pydantic_ai_agent.py "What colour is the sky?"
+
+It uses pydantic-ai's offline TestModel; pass a model name (MODEL=openai:gpt-4o-mini)
+for a real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from pydantic_ai import Agent
+
+from partwire import Runtime, load_settings
+from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
+from partwire.schema.input import SessionCreateInput
+from partwire.session.ingest import feed
+
+agent = Agent(os.environ.get("MODEL", "test"), instructions="Answer briefly; look facts up.")
+
+
+@agent.tool_plain
+def look_up(topic: str) -> str:
+    """Look a fact up."""
+    return f"{topic}: blue, because of Rayleigh scattering"
+
+
+async def main(question: str) -> None:
+    runtime = Runtime.build(load_settings())
+    await runtime.start()
+    try:
+        session = await runtime.sessions.create(SessionCreateInput(title="pydantic-ai"))
+        converter = PydanticAIConverter()
+        async with runtime.record(session.id, prompt=question, model="pydantic-ai/agent") as msg:
+            async with agent.run_stream_events(question) as events:
+                async for event in events:
+                    for ingest_event in converter.feed(event):
+                        await feed(msg, ingest_event)
+            for ingest_event in converter.end():
+                await feed(msg, ingest_event)
+        print(msg.builder.build().content)
+        print(f"session {session.id}", file=sys.stderr)
+    finally:
+        await runtime.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(" ".join(sys.argv[1:]) or "What colour is the sky?"))

@@ -1,0 +1,39 @@
+"""Converters in: another runtime's stream → ingest events (the builder's calls).
+
+Each converter is pure and keeps only the state its format needs (which block is open,
+which tool call an index names). ``feed`` takes one item of the stream (a decoded JSON
+line, or an in-process event object) and returns the ingest events it stands for;
+``end`` closes what the stream left open. Feed the events to a recording
+(:func:`partwire.session.ingest.feed`) or send them to ``POST /session/{id}/ingest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from partwire.schema.ingest import IngestEvent
+
+
+class Converter(Protocol):
+    def feed(self, item: Any) -> list[IngestEvent]: ...
+    def end(self) -> list[IngestEvent]: ...
+
+
+def formats() -> dict[str, Callable[[], Converter]]:
+    """The JSON-line formats ``partwire ingest --from`` reads, by name."""
+    from partwire.protocol.converters.anthropic import AnthropicConverter
+    from partwire.protocol.converters.claude_code import ClaudeCodeConverter
+    from partwire.protocol.converters.native import NativeConverter
+    from partwire.protocol.converters.openai_chat import OpenAIChatConverter
+    from partwire.protocol.converters.openai_responses import OpenAIResponsesConverter
+    from partwire.protocol.converters.opencode import OpencodeConverter
+
+    return {
+        "partwire": NativeConverter,
+        "openai-chat": OpenAIChatConverter,
+        "openai-responses": OpenAIResponsesConverter,
+        "anthropic": AnthropicConverter,
+        "claude-code": ClaudeCodeConverter,
+        "opencode": OpencodeConverter,
+    }

@@ -1,0 +1,139 @@
+"""Anthropic Messages stream events (message_start … message_stop) → ingest events.
+
+Each message of the stream is one step: ``message_start`` begins it and ``message_stop``
+finishes it with the usage and stop reason that ``message_delta`` reported. Text,
+thinking and tool_use blocks become text, reasoning and tool-call events; a tool_use
+block's input streams as argument deltas and is complete at its ``content_block_stop``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from partwire.schema import ingest
+from partwire.schema.base import Tokens
+from partwire.schema.ingest import IngestEvent
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "length",
+    "refusal": "content-filter",
+    "pause_turn": "other",
+}
+
+
+@dataclass
+class _ToolBlock:
+    call_id: str
+    name: str
+    args: list[str] = field(default_factory=list)
+
+
+class AnthropicConverter:
+    def __init__(self) -> None:
+        self._tools: dict[int, _ToolBlock] = {}
+        self._usage: dict[str, int] = {}
+        self._stop: str | None = None
+        self._open_step = False
+
+    def feed(self, item: Any) -> list[IngestEvent]:
+        if hasattr(item, "model_dump"):  # an SDK event object
+            item = item.model_dump(exclude_none=True)
+        if not isinstance(item, dict):
+            return []
+        kind = item.get("type")
+        if kind == "message_start":
+            return self._message_start(item.get("message") or {})
+        if kind == "content_block_start":
+            return self._block_start(item.get("index", 0), item.get("content_block") or {})
+        if kind == "content_block_delta":
+            return self._block_delta(item.get("index", 0), item.get("delta") or {})
+        if kind == "content_block_stop":
+            return self._block_stop(item.get("index", 0))
+        if kind == "message_delta":
+            self._stop = (item.get("delta") or {}).get("stop_reason") or self._stop
+            self._usage.update(_ints(item.get("usage")))
+            return []
+        if kind == "message_stop":
+            return self._finish_step()
+        if kind == "error":
+            error = item.get("error") or {}
+            return [ingest.StreamError(message=str(error.get("message") or error or "error"))]
+        return []
+
+    def end(self) -> list[IngestEvent]:
+        out: list[IngestEvent] = []
+        for index in list(self._tools):
+            out += self._block_stop(index)
+        return out + (self._finish_step() if self._open_step else [])
+
+    def _message_start(self, message: dict[str, Any]) -> list[IngestEvent]:
+        out = self._finish_step() if self._open_step else []
+        self._open_step = True
+        self._usage = _ints(message.get("usage"))
+        self._stop = None
+        return [*out, ingest.StepStart()]
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[IngestEvent]:
+        out = [] if self._open_step else self._message_start({})
+        kind = block.get("type")
+        if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            tool = self._tools[index] = _ToolBlock(str(block.get("id")), str(block.get("name")))
+            out.append(ingest.ToolCallStart(call_id=tool.call_id, tool=tool.name))
+            if block.get("input"):
+                tool.args.append(_json(block["input"]))
+        elif kind == "text" and block.get("text"):
+            out.append(ingest.TextDelta(delta=block["text"]))
+        elif kind == "thinking" and block.get("thinking"):
+            out.append(ingest.ReasoningDelta(delta=block["thinking"]))
+        return out
+
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[IngestEvent]:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            return [ingest.TextDelta(delta=str(delta.get("text", "")))]
+        if kind == "thinking_delta":
+            return [ingest.ReasoningDelta(delta=str(delta.get("thinking", "")))]
+        tool = self._tools.get(index)
+        if kind == "input_json_delta" and tool is not None:
+            chunk = str(delta.get("partial_json", ""))
+            tool.args.append(chunk)
+            return [ingest.ToolArgsDelta(call_id=tool.call_id, delta=chunk)] if chunk else []
+        return []
+
+    def _block_stop(self, index: int) -> list[IngestEvent]:
+        tool = self._tools.pop(index, None)
+        if tool is None:
+            return []
+        args = "".join(tool.args) or "{}"
+        return [ingest.ToolCall(call_id=tool.call_id, tool=tool.name, input=args)]
+
+    def _finish_step(self) -> list[IngestEvent]:
+        self._open_step = False
+        usage = self._usage
+        cache = Tokens.Cache(
+            read=usage.get("cache_read_input_tokens", 0),
+            write=usage.get("cache_creation_input_tokens", 0),
+        )
+        tokens = Tokens(
+            total=usage.get("input_tokens", 0) + usage.get("output_tokens", 0),
+            input=usage.get("input_tokens", 0),
+            output=usage.get("output_tokens", 0),
+            cache=cache,
+        )
+        reason = STOP_REASONS.get(self._stop or "end_turn", "other")
+        return [ingest.StepFinish(tokens=tokens, reason=reason)]
+
+
+def _ints(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)

@@ -1,0 +1,104 @@
+"""The ingest vocabulary: one JSON object per line, each a call of StreamingMessageBuilder.
+
+``POST /session/{id}/ingest`` and ``partwire ingest`` take these. An optional first line
+``{"type": "start", …}`` says what the message answers and which model made it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from partwire.schema.base import Tokens, WireModel
+from partwire.schema.part import ModelRef
+
+
+class IngestStart(WireModel):
+    type: Literal["start"] = "start"
+    role: Literal["user", "assistant"] = "assistant"
+    prompt: str | None = None
+    parent_id: str | None = Field(default=None, alias="parentID", pattern="^msg")
+    message_id: str | None = Field(default=None, alias="messageID", pattern="^msg")
+    model: ModelRef | None = None
+    agent: str | None = None
+
+
+class TextDelta(WireModel):
+    type: Literal["text-delta"] = "text-delta"
+    delta: str
+
+
+class ReasoningDelta(WireModel):
+    type: Literal["reasoning-delta"] = "reasoning-delta"
+    delta: str
+
+
+class ToolCallStart(WireModel):
+    type: Literal["tool-call-start"] = "tool-call-start"
+    call_id: str = Field(alias="callID", min_length=1)
+    tool: str = Field(min_length=1)
+
+
+class ToolArgsDelta(WireModel):
+    type: Literal["tool-args-delta"] = "tool-args-delta"
+    call_id: str = Field(alias="callID", min_length=1)
+    delta: str
+
+
+class ToolCall(WireModel):
+    type: Literal["tool-call"] = "tool-call"
+    call_id: str = Field(alias="callID", min_length=1)
+    tool: str = Field(min_length=1)
+    input: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class ToolResult(WireModel):
+    type: Literal["tool-result"] = "tool-result"
+    call_id: str = Field(alias="callID", min_length=1)
+    output: Any
+    is_error: bool = Field(default=False, alias="isError")
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class FileAdded(WireModel):
+    type: Literal["file"] = "file"
+    mime: str
+    url: str
+    filename: str | None = None
+
+
+class StepStart(WireModel):
+    type: Literal["step-start"] = "step-start"
+
+
+class StepFinish(WireModel):
+    type: Literal["step-finish"] = "step-finish"
+    tokens: Tokens | None = None
+    cost: float = 0.0
+    reason: str = "stop"
+
+
+class StreamError(WireModel):
+    """The external loop failed: the message ends with this error."""
+
+    type: Literal["error"] = "error"
+    message: str
+
+
+IngestEvent = Annotated[
+    IngestStart
+    | TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolArgsDelta
+    | ToolCall
+    | ToolResult
+    | FileAdded
+    | StepStart
+    | StepFinish
+    | StreamError,
+    Field(discriminator="type"),
+]
+ingest_adapter: TypeAdapter[IngestEvent] = TypeAdapter(IngestEvent)

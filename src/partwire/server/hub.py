@@ -1,0 +1,324 @@
+"""The ClientHub: SessionEvents of the sessions a client subscribes to, over Socket.IO
+(``/socket.io``, on the same app and port) or a plain WebSocket (``GET /ws``).
+
+A client sends ``subscribe`` ``{sessionId, since?}`` and receives every event of that
+session as ``session:event`` (one Socket.IO room per session). Without ``since`` it gets
+the session from its first event; with it, exactly what followed that event id. Both are
+read back from the event log; when the log no longer holds them the client gets
+``session:resync`` with the state rebuilt from the store instead, then live events. Each
+subscription reads its own bounded bus queue, so a slow client has its deltas merged and,
+past the limit, gets ``session:resync`` (and subscribes again with ``since``) rather than
+growing the server's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from starlette.types import ASGIApp, Receive, Scope
+from starlette.types import Send as ASGISend
+
+if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start-up
+    from partwire.protocol.blocks import SessionEvent, SessionEvents
+
+from partwire.bus import Subscription
+from partwire.errors import NotFoundError, PartwireError
+from partwire.runtime import Runtime
+from partwire.schema.event import Event, parse_event
+from partwire.storage.base import EventLogGap
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[str, dict[str, Any]], Awaitable[None]]
+# Socket.IO queues what it is given without limit: past this many packets waiting for one
+# client, that client is told to resync instead of being sent more.
+MAX_BACKLOG = 2000
+
+
+class FellBehind(Exception):
+    """The client reads too slowly: stop sending it this session."""
+
+
+SESSION_EVENTS = [
+    "session.created", "session.updated", "session.deleted", "session.status", "session.idle",
+    "session.error", "message.updated", "message.part.updated", "message.part.delta",
+]  # fmt: skip
+REPLAY_PAGE = 500
+
+
+def _cursor(since: str) -> tuple[str, int | None]:
+    event_id, _, index = since.partition(":")
+    return event_id, int(index) if index.isdigit() else None
+
+
+async def _history(
+    runtime: Runtime, adapter: SessionEvents, session_id: str, since: str | None
+) -> AsyncIterator[tuple[list[SessionEvent], str]]:
+    """The session's SessionEvents after ``since`` (None: all of them) and the event id to
+    go on from; EventLogGap when the log no longer holds the session's start."""
+    store = runtime.store
+    if since is None:
+        _, newest = await store.snapshot_messages(session_id, limit=1)
+        if newest is None:
+            raise EventLogGap(None)
+        through, seen = newest, None
+    else:
+        through, seen = _cursor(since)
+    history = await store.session_history(session_id, through, SESSION_EVENTS)
+    if not any(e.type == "session.created" for e in history):
+        raise EventLogGap(None)
+    for event in history:
+        made = [e for e in adapter.convert(event) if e.context.session_id == session_id]
+        if since is None:
+            yield made, through
+        elif event.id == through and seen is not None:
+            yield made[seen + 1 :], through
+    needle = f'"sessionID":"{session_id}"'
+    cursor = through
+    while True:
+        page = await store.log_page(cursor, REPLAY_PAGE)
+        if page:
+            cursor = page[-1].id
+            made = [
+                e
+                for raw in page
+                if raw.type in SESSION_EVENTS and needle in raw.json
+                for e in adapter.convert(parse_event(raw.json))
+                if e.context.session_id == session_id
+            ]
+            yield made, cursor
+        if len(page) < REPLAY_PAGE:
+            return
+
+
+async def _resync(
+    runtime: Runtime, session_id: str, reason: str
+) -> tuple[dict[str, Any], str | None]:
+    from partwire.protocol.blocks import blocks_of, empty_state
+
+    messages, newest = await runtime.store.snapshot_messages(session_id)
+    state = empty_state()
+    state["blocks"] = blocks_of(messages)
+    state["status"] = runtime.status.get(session_id).wire()
+    state["lastEventId"] = newest
+    return {"sessionId": session_id, "state": state, "message": reason}, newest
+
+
+async def follow(runtime: Runtime, session_id: str, since: str | None, send: Send) -> None:
+    """Send the session's events to one client until it unsubscribes or falls behind."""
+    from partwire.protocol.blocks import SessionEvents
+
+    subscription = runtime.bus.subscribe(*SESSION_EVENTS)  # before the log is read
+    adapter = SessionEvents()
+    last: list[str | None] = [since]  # the id of the last SessionEvent the client got
+
+    async def deliver(event: SessionEvent) -> None:
+        await send("session:event", event.wire())
+        last[0] = event.id
+
+    try:
+        sent: str | None = None
+        try:
+            async for events, cursor in _history(runtime, adapter, session_id, since):
+                for event in events:
+                    await deliver(event)
+                sent = cursor
+        except EventLogGap:
+            reason = "the events of this session are no longer kept: here is its state"
+            payload, sent = await _resync(runtime, session_id, reason)
+            await send("session:resync", payload)
+            last[0] = sent
+        if not await _live(subscription, adapter, session_id, sent, deliver):
+            raise FellBehind
+    except FellBehind:
+        message = "This subscription fell too far behind; subscribe again with since."
+        await send(
+            "session:resync", {"sessionId": session_id, "since": last[0], "message": message}
+        )
+    finally:
+        subscription.close()
+
+
+async def _live(
+    subscription: Subscription,
+    adapter: SessionEvents,
+    session_id: str,
+    sent: str | None,
+    deliver: Callable[[SessionEvent], Awaitable[None]],
+) -> bool:
+    """Live events until the subscription ends; False when it overflowed (too slow)."""
+    while (first := await subscription.get()) is not None:
+        batch: list[Event] = [first, *subscription.drain()]
+        for event in batch:
+            if sent is not None and event.id <= sent:
+                continue
+            sent = event.id
+            if getattr(event.properties, "session_id", None) != session_id:
+                continue
+            for made in adapter.convert(event):
+                await deliver(made)
+    return not subscription.overflowed
+
+
+@dataclass
+class _Client:
+    send: Send
+    follows: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    async def close(self) -> None:
+        for task in self.follows.values():
+            task.cancel()
+        for task in list(self.follows.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.follows.clear()
+
+
+class ClientHub:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.sio: Any = None  # socketio.AsyncServer, made on the first Socket.IO request
+        self.clients: dict[str, _Client] = {}
+
+    def asgi(self) -> ASGIApp:
+        """The Socket.IO endpoint. python-socketio (and the aiohttp its package imports)
+        loads on the first request to it, not at start-up: most servers never see one."""
+        loaded: list[ASGIApp] = []
+
+        async def app(scope: Scope, receive: Receive, send: ASGISend) -> None:
+            if not loaded:
+                loaded.append(self._socketio_app())
+            await loaded[0](scope, receive, send)
+
+        return app
+
+    def _socketio_app(self) -> ASGIApp:
+        import socketio
+
+        # same-origin only (the guard middleware checks Origin for every write too)
+        self.sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=[])
+        self.sio.on("connect", self._connect)
+        self.sio.on("disconnect", self._disconnect)
+        self.sio.on("subscribe", self._subscribe_sio)
+        self.sio.on("unsubscribe", self._unsubscribe_sio)
+        app: ASGIApp = socketio.ASGIApp(self.sio, socketio_path="socket.io")
+        return app
+
+    async def subscribe(
+        self, client: _Client, data: Any, room: Callable[[str], Any] | None = None
+    ) -> dict[str, Any]:
+        """Start following a session; the acknowledgement says which, or what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("sessionId"), str):
+            return {"ok": False, "error": "subscribe needs {sessionId, since?}"}
+        session_id, since = data["sessionId"], data.get("since")
+        if since is not None and not isinstance(since, str):
+            return {"ok": False, "error": "since must be an event id (a string)"}
+        try:
+            await self.runtime.store.get_session(session_id)
+        except NotFoundError as exc:
+            return {"ok": False, "error": exc.message}
+        old = client.follows.pop(session_id, None)
+        if old is not None:
+            old.cancel()
+        if room is not None:
+            await room(session_id)
+        task = asyncio.create_task(self._follow(client, session_id, since))
+        client.follows[session_id] = task
+        return {"ok": True, "sessionId": session_id}
+
+    async def _follow(self, client: _Client, session_id: str, since: str | None) -> None:
+        try:
+            await follow(self.runtime, session_id, since, client.send)
+        except (PartwireError, ConnectionError) as exc:
+            log.info("hub: %s stopped: %s", session_id, exc)
+
+    def unsubscribe(self, client: _Client, data: Any) -> dict[str, Any]:
+        session_id = data.get("sessionId") if isinstance(data, dict) else None
+        task = client.follows.pop(str(session_id), None)
+        if task is not None:
+            task.cancel()
+        return {"ok": task is not None}
+
+    # ---- Socket.IO -----------------------------------------------------------------------
+
+    async def _connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
+        async def send(name: str, data: dict[str, Any]) -> None:
+            if name == "session:event" and self.backlog(sid) > MAX_BACKLOG:
+                raise FellBehind
+            await self.sio.emit(name, data, to=sid)
+
+        self.clients[sid] = _Client(send)
+
+    def backlog(self, sid: str) -> int:
+        """Packets waiting to be written to this client (engine.io keeps them in a queue)."""
+        eio_sid = self.sio.manager.eio_sid_from_sid(sid, "/")
+        queue = getattr(self.sio.eio.sockets.get(eio_sid), "queue", None)
+        return int(queue.qsize()) if queue is not None else 0
+
+    async def _disconnect(self, sid: str, *args: Any) -> None:
+        client = self.clients.pop(sid, None)
+        if client is not None:
+            await client.close()
+
+    async def _subscribe_sio(self, sid: str, data: Any) -> dict[str, Any]:
+        client = self.clients.get(sid)
+        if client is None:
+            return {"ok": False, "error": "not connected"}
+
+        async def room(session_id: str) -> None:
+            await self.sio.enter_room(sid, session_id)
+
+        return await self.subscribe(client, data, room)
+
+    async def _unsubscribe_sio(self, sid: str, data: Any) -> dict[str, Any]:
+        client = self.clients.get(sid)
+        if client is None:
+            return {"ok": False}
+        session_id = data.get("sessionId") if isinstance(data, dict) else None
+        if isinstance(session_id, str):
+            await self.sio.leave_room(sid, session_id)
+        return self.unsubscribe(client, data)
+
+    async def shutdown(self) -> None:
+        for client in list(self.clients.values()):
+            await client.close()
+
+
+router = APIRouter()
+
+
+@router.websocket("/ws")
+async def websocket(socket: WebSocket) -> None:
+    """The hub for clients without Socket.IO: JSON messages ``{"event", "data"}`` both ways
+    (``subscribe`` / ``unsubscribe`` in, ``session:event`` / ``session:resync`` / ``ack`` out)."""
+    hub: ClientHub = socket.app.state.hub
+    await socket.accept()
+    lock = asyncio.Lock()
+
+    async def send(name: str, data: dict[str, Any]) -> None:
+        async with lock:
+            await socket.send_json({"event": name, "data": data})
+
+    client = _Client(send)
+    try:
+        while True:
+            message = await socket.receive_json()
+            name = message.get("event") if isinstance(message, dict) else None
+            data = message.get("data") if isinstance(message, dict) else None
+            if name == "subscribe":
+                ack = await hub.subscribe(client, data)
+            elif name == "unsubscribe":
+                ack = hub.unsubscribe(client, data)
+            else:
+                ack = {"ok": False, "error": "send {event: subscribe | unsubscribe, data}"}
+            await send("ack", {"for": name, **ack})
+    except (WebSocketDisconnect, ValueError, RuntimeError):
+        pass
+    finally:
+        await client.close()

@@ -1,0 +1,155 @@
+"""POST /session/{id}/ingest: another process's agent loop streams its message in as NDJSON.
+
+Each line is one ingest event (schema/ingest.py). Lines are applied as they arrive, so
+clients watching the session see the message live. The end of the body finishes the
+message; a connection that drops first ends it as aborted; a bad line ends it with an
+error and is a 400 naming the line, while everything before that line stays stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
+
+from partwire.errors import BuilderError
+from partwire.schema.message import MessageWithParts
+from partwire.server.errors import error_body
+from partwire.server.limits import lone_surrogate
+from partwire.server.routes.scope import runtime_of, session_project
+from partwire.server.routes.session import wire
+
+if TYPE_CHECKING:  # loaded with the first ingest, not at start-up
+    from partwire.schema.ingest import IngestEvent
+    from partwire.session.recorder import Recording
+
+router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
+
+MAX_LINE_BYTES = 1024 * 1024
+DROPPED = "The ingest connection closed before the stream ended."
+NDJSON_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        "description": "One ingest event per line; an optional first line of type start.",
+    }
+}
+
+
+class BadLine(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
+
+
+@router.post(
+    "/ingest",
+    response_model=MessageWithParts,
+    operation_id="session.ingest",
+    openapi_extra=NDJSON_BODY,
+)
+async def ingest(request: Request, sessionID: str) -> Response:
+    """Record a message from an NDJSON stream of ingest events, live."""
+    from partwire.schema.ingest import IngestStart
+
+    _, project = await session_project(request, sessionID)
+    project.loop.ensure_idle_now(sessionID)
+    events = _events(request.stream())
+    try:
+        head = await anext(events, None)
+    except BadLine as bad:
+        return _bad_line(bad)
+    except ClientDisconnect:
+        return Response(status_code=400)  # nobody is left to read it; nothing was stored
+    start = head[1] if head is not None and isinstance(head[1], IngestStart) else IngestStart()
+    first = [] if head is None or isinstance(head[1], IngestStart) else [head]
+    failure: BadLine | None = None
+    async with project.recorder.record(
+        sessionID,
+        role=start.role,
+        prompt=start.prompt,
+        parent_id=start.parent_id,
+        model=start.model,
+        agent=start.agent,
+        message_id=start.message_id,
+    ) as recording:
+        try:
+            for number, event in first:
+                await _apply(recording, number, event)
+            async for number, event in events:
+                await _apply(recording, number, event)
+        except BadLine as bad:
+            await recording.fail(f"ingest {bad}")
+            failure = bad
+        except ClientDisconnect:
+            await recording.fail(DROPPED, aborted=True)
+    if failure is not None:
+        return _bad_line(failure)
+    stored = await runtime_of(request).store.get_message(sessionID, recording.message_id)
+    return wire(stored)
+
+
+async def _apply(recording: Recording, number: int, event: IngestEvent) -> None:
+    from partwire.session.ingest import feed
+
+    try:
+        await feed(recording, event)
+    except BuilderError as exc:
+        raise BadLine(number, exc.message) from None
+
+
+async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, IngestEvent]]:
+    async for number, line in _lines(body):
+        if line.strip():
+            yield number, _parse(number, line)
+
+
+async def _lines(body: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
+    buffer = b""
+    number = 0
+    async for chunk in body:
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        for line in complete:
+            number += 1
+            yield number, line
+        if len(buffer) > MAX_LINE_BYTES:
+            raise BadLine(number + 1, f"longer than {MAX_LINE_BYTES} bytes")
+    if buffer:
+        yield number + 1, buffer
+
+
+def _parse(number: int, line: bytes) -> IngestEvent:
+    from partwire.schema.ingest import ingest_adapter
+
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadLine(number, "not UTF-8 text") from None
+    except ValueError as exc:
+        raise BadLine(number, f"not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise BadLine(number, "must be a JSON object with a type")
+    field = lone_surrogate(value)
+    if field is not None:
+        raise BadLine(number, f"{field}: not valid Unicode text (it holds a lone surrogate)")
+    try:
+        return ingest_adapter.validate_python(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(step) for step in error['loc']) or 'type'}: {error['msg']}"
+            for error in exc.errors()[:3]
+        )
+        raise BadLine(number, problems) from None
+
+
+def _bad_line(bad: BadLine) -> JSONResponse:
+    return JSONResponse(
+        error_body("BadRequest", f"ingest {bad}", line=bad.line, kind="Body"), status_code=400
+    )

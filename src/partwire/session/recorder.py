@@ -1,0 +1,471 @@
+"""The recorder: an external agent loop's message, written into a session as it streams.
+
+A :class:`Recording` wraps a StreamingMessageBuilder. Each call goes through the builder
+(so an illegal sequence is refused before anything is written) and its frames become the
+same store writes and events as partwire's own processor makes: part rows with
+``message.part.updated``, text as ``message.part.delta``, all committed before they are
+published. While a recording is open the session is busy, like a running prompt;
+``POST /session/{id}/abort`` ends it as aborted, and the external loop's next call then
+raises AbortedError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from partwire import ids
+from partwire.errors import AbortedError, BadRequestError, RejectedError
+from partwire.schema.base import Tokens
+from partwire.schema.event import (
+    Draft,
+    MessagePartUpdated,
+    MessageUpdated,
+    PartDeltaProps,
+    PartUpdatedProps,
+    SessionError,
+    SessionErrorProps,
+)
+from partwire.schema.event import MessageInfo as MessageInfoProps
+from partwire.schema.frames import (
+    BuiltMessage,
+    Frame,
+    MessageComplete,
+    PartComplete,
+    PartDelta,
+    PartStart,
+    PartUpdate,
+)
+from partwire.schema.message import (
+    AssistantMessage,
+    AssistantTime,
+    Message,
+    MessagePath,
+    UserMessage,
+    UserTime,
+)
+from partwire.schema.part import ModelRef, Part
+from partwire.schema.permission import QuestionInfo, ToolRef
+from partwire.schema.session import Session
+from partwire.session.agents import DEFAULT_AGENT, get_agent
+from partwire.session.builder import StreamingMessageBuilder, now_ms
+from partwire.session.processor import flush_due
+from partwire.session.status import StatusTracker
+from partwire.session.toolhost import ToolHost
+from partwire.storage.base import Store
+
+EXTERNAL = "external"
+ABORTED = "The session was aborted."
+
+OnAbort = Callable[[], Awaitable[None]]
+Claim = Callable[[str, OnAbort], object]
+Release = Callable[[str, object], bool]
+
+
+class Recording:
+    """One message of an external loop. Every method mirrors the builder's and is atomic:
+    a refused call writes nothing."""
+
+    def __init__(
+        self,
+        store: Store,
+        host: ToolHost,
+        builder: StreamingMessageBuilder,
+        info: Message,
+        claim: object = None,
+    ) -> None:
+        self.claim = claim
+        self.store = store
+        self.host = host
+        self.builder = builder
+        self.info = info
+        self.aborted = False
+        self._lock = asyncio.Lock()
+        self._pending_chars: dict[int, int] = {}
+        self._flushed_chars: dict[int, int] = {}
+
+    @property
+    def message_id(self) -> str:
+        return self.builder.message_id
+
+    @property
+    def session_id(self) -> str:
+        return self.builder.session_id
+
+    # ---- the builder's calls, recorded ---------------------------------------------------
+
+    async def add_text_delta(self, text: str) -> None:
+        await self._call(self.builder.add_text_delta, text)
+
+    async def add_reasoning_delta(self, text: str) -> None:
+        await self._call(self.builder.add_reasoning_delta, text)
+
+    async def start_tool_call(self, call_id: str, name: str) -> None:
+        await self._call(self.builder.start_tool_call, call_id, name)
+
+    async def add_tool_args_delta(self, call_id: str, delta: str) -> None:
+        await self._call(self.builder.add_tool_args_delta, call_id, delta)
+
+    async def add_tool_call(
+        self, call_id: str, name: str, args: Mapping[str, Any] | str | None = None
+    ) -> None:
+        await self._call(self.builder.add_tool_call, call_id, name, args)
+
+    async def add_tool_result(
+        self,
+        call_id: str,
+        output: Any,
+        is_error: bool = False,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        async with self._writing():
+            frames = self.builder.add_tool_result(
+                call_id, output, is_error, title=title, metadata=metadata
+            )
+            await self._write(frames)
+
+    async def add_file(self, mime: str, url: str, filename: str | None = None) -> None:
+        await self._call(self.builder.add_file, mime, url, filename)
+
+    async def start_step(self) -> None:
+        await self._call(self.builder.start_step)
+
+    async def finish_step(
+        self,
+        tokens: Tokens | Mapping[str, Any] | None = None,
+        cost: float = 0.0,
+        reason: str = "stop",
+    ) -> None:
+        await self._call(self.builder.finish_step, tokens, cost, reason)
+
+    async def finish(self) -> BuiltMessage:
+        """End the message cleanly (the ``async with`` block does this on a normal exit)."""
+        async with self._writing():
+            if not self.builder.done:
+                await self._write(self.builder.finish())
+        return self.builder.build()
+
+    async def fail(self, message: str, *, aborted: bool = False) -> BuiltMessage:
+        """End the message with an error (``aborted``: it was stopped, not broken)."""
+        async with self._lock:
+            await self._fail(message, aborted=aborted)
+        return self.builder.build()
+
+    async def _fail(self, message: str, *, aborted: bool) -> None:
+        if self.builder.done:
+            return
+        await self._write(self.builder.fail(message, aborted=aborted))
+        if not aborted:
+            error = self.builder.error
+            assert error is not None
+            props = SessionErrorProps(session_id=self.session_id, error=error)
+            await self.store.publish([SessionError(props)])
+
+    async def _call(self, method: Callable[..., list[Frame]], *args: Any) -> None:
+        async with self._writing():
+            await self._write(method(*args))
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        async with self._lock:
+            if self.aborted:
+                raise AbortedError("The session was aborted; this message takes no more calls.")
+            yield
+
+    # ---- asks tied to a tool call --------------------------------------------------------
+
+    async def ask_permission(
+        self,
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        call_id: str | None = None,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Ask the user (``permission.asked``, answered through the usual route) and return
+        once allowed. Rules the user added with "always" answer later asks by themselves.
+        Raises RejectedError (the user said no; ``feedback`` is what they said) or
+        PermissionDeniedError (a session rule denies it)."""
+        await self.host.permissions.ask(
+            session_id=self.session_id,
+            permission=permission,
+            patterns=list(patterns),
+            agent_rules=[],
+            always=always,
+            metadata=metadata,
+            tool=self._tool_ref(call_id),
+        )
+
+    async def ask_question(
+        self,
+        questions: Sequence[QuestionInfo | Mapping[str, Any]],
+        *,
+        call_id: str | None = None,
+    ) -> list[list[str]]:
+        """Ask the user questions; returns one list of chosen labels per question.
+        Raises RejectedError when the user dismisses them."""
+        try:
+            items = [QuestionInfo.model_validate(q) for q in questions]
+        except ValueError as exc:
+            raise BadRequestError(f"questions: {exc}", field="questions") from None
+        return await self.host.questions.ask(self.session_id, items, self._tool_ref(call_id))
+
+    def _tool_ref(self, call_id: str | None) -> ToolRef | None:
+        if call_id is None:
+            return None
+        self.builder.tool_part(call_id)  # fail closed: an ask names a call of this message
+        return ToolRef(message_id=self.message_id, call_id=call_id)
+
+    # ---- frames → store writes -----------------------------------------------------------
+
+    async def _write(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            if isinstance(frame, PartStart):
+                streaming = frame.part.type in ("text", "reasoning")
+                await self._save(frame.part, streaming=streaming)
+            elif isinstance(frame, PartDelta):
+                await self._delta(frame)
+            elif isinstance(frame, PartUpdate | PartComplete):
+                self._pending_chars.pop(frame.part_index, None)
+                await self._save(frame.part)
+            elif isinstance(frame, MessageComplete):
+                await self._complete(frame.message)
+
+    async def _save(self, part: Part, *, streaming: bool = False) -> None:
+        props = PartUpdatedProps(session_id=self.session_id, part=part, time=now_ms())
+        await self.store.put_part(part, [MessagePartUpdated(props)], streaming=streaming)
+
+    async def _delta(self, frame: PartDelta) -> None:
+        index = frame.part_index
+        part = self.builder.part(index)
+        if frame.args_delta is not None:
+            await self._save(part)
+            return
+        assert frame.delta is not None
+        await self.store.append_delta(
+            PartDeltaProps(
+                session_id=self.session_id,
+                message_id=self.message_id,
+                part_id=part.id,
+                field="text",
+                delta=frame.delta,
+            )
+        )
+        # as the processor: rewrite the row on a geometric schedule, so a crash loses
+        # little and the bytes written stay linear in the text's length
+        pending = self._pending_chars.get(index, 0) + len(frame.delta)
+        flushed = self._flushed_chars.get(index, 0)
+        if flush_due(pending, flushed):
+            text = self.builder.streamed_text()
+            self._flushed_chars[index], pending = len(text), 0
+            await self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
+        self._pending_chars[index] = pending
+
+    async def _complete(self, built: BuiltMessage) -> None:
+        info = self.info
+        if isinstance(info, AssistantMessage):
+            info = info.model_copy(
+                update={
+                    "tokens": built.tokens,
+                    "cost": built.cost,
+                    "finish": built.finish,
+                    "error": built.error,
+                    "time": AssistantTime(created=info.time.created, completed=now_ms()),
+                }
+            )
+        self.info = info
+        await self.store.put_message(info, [_message_event(info)])
+
+    async def _abort(self) -> None:
+        """The session was aborted (by a user, or at shutdown): end the message now."""
+        async with self._lock:
+            await self._fail(ABORTED, aborted=True)
+            self.aborted = True
+
+
+def _message_event(info: Message) -> Draft:
+    return MessageUpdated(MessageInfoProps(session_id=info.session_id, info=info))
+
+
+class Recorder:
+    """Opens recordings in the sessions of one project (bound to its loop's busy state)."""
+
+    def __init__(
+        self, store: Store, host: ToolHost, status: StatusTracker, claim: Claim, release: Release
+    ) -> None:
+        self.store = store
+        self.host = host
+        self.status = status
+        self._claim = claim
+        self._release = release
+
+    @asynccontextmanager
+    async def record(
+        self,
+        session_id: str,
+        *,
+        role: str = "assistant",
+        prompt: str | None = None,
+        parent_id: str | None = None,
+        model: ModelRef | str | None = None,
+        agent: str | None = None,
+        message_id: str | None = None,
+    ) -> AsyncIterator[Recording]:
+        """Record one message of ``session_id``. An assistant message answers ``prompt``
+        (stored first as a user message), or ``parent_id``, or the session's newest user
+        message. A normal exit finishes the message; an exception ends it with that error
+        (a cancellation as aborted) and propagates; an abort ends it at once."""
+        recording = await self._open(
+            session_id, role, prompt, parent_id, _model_ref(model), agent, message_id
+        )
+        try:
+            yield recording
+        except (AbortedError, RejectedError):
+            if not recording.aborted:  # not our abort: the loop gave up
+                await self._end(recording, ABORTED, aborted=True)
+                raise
+            # the session was aborted: the block ended because its calls were refused
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(recording, ABORTED, aborted=True))
+            raise
+        except BaseException as exc:
+            await self._end(recording, f"{type(exc).__name__}: {exc}", aborted=False)
+            raise
+        else:
+            if not recording.aborted:
+                await recording.finish()
+                await self._settle(recording)
+
+    async def _open(
+        self,
+        session_id: str,
+        role: str,
+        prompt: str | None,
+        parent_id: str | None,
+        model: ModelRef,
+        agent: str | None,
+        message_id: str | None,
+    ) -> Recording:
+        if role not in ("user", "assistant"):
+            raise BadRequestError(f"role must be 'user' or 'assistant', not {role!r}", field="role")
+        agent_name = agent or DEFAULT_AGENT
+        get_agent(agent_name)
+        session = await self.store.get_session(session_id)
+        if role == "user" and (prompt is not None or parent_id is not None):
+            raise BadRequestError("a user message has no prompt or parentID", field="role")
+        if role == "assistant" and prompt is None:
+            parent_id = await self._parent(session_id, parent_id)
+        new_id = message_id or ids.message_id()
+        taken = await self.store.ids_in_use([new_id], [])
+        if taken:
+            raise BadRequestError(f"messageID: {new_id} is already in use", field="messageID")
+        holder: list[Recording] = []
+
+        async def on_abort() -> None:
+            if holder:
+                await holder[0]._abort()
+                await self._settle(holder[0])
+
+        claim = self._claim(session_id, on_abort)
+        try:
+            if prompt is not None:
+                parent_id = await self._store_prompt(session_id, prompt, model, agent_name)
+            info: Message
+            if role == "user":
+                info = _user(session_id, new_id, model, agent_name)
+            else:
+                assert parent_id is not None
+                info = _assistant(session, new_id, parent_id, model, agent_name)
+            await self.store.put_message(info, [_message_event(info)])
+            await self.status.busy(session_id)  # after the prompt, as a run of our own loop
+        except BaseException:
+            if self._release(session_id, claim):
+                await self.status.idle(session_id)
+            raise
+        builder = StreamingMessageBuilder(new_id, info.role, session_id=session_id)
+        holder.append(Recording(self.store, self.host, builder, info, claim))
+        if getattr(claim, "aborted", False):  # an abort came while the message was made
+            await on_abort()
+        return holder[0]
+
+    async def _parent(self, session_id: str, parent_id: str | None) -> str:
+        messages = await self.store.list_messages(session_id)
+        users = [m.info.id for m in messages if isinstance(m.info, UserMessage)]
+        if parent_id is not None:
+            if parent_id not in users:
+                raise BadRequestError(
+                    f"parentID: {parent_id} is not a user message of session {session_id}",
+                    field="parentID",
+                )
+            return parent_id
+        if not users:
+            raise BadRequestError(
+                f"session {session_id} has no user message for this answer: "
+                "give a prompt or record the user's message first",
+                field="prompt",
+            )
+        return users[-1]
+
+    async def _store_prompt(self, session_id: str, prompt: str, model: ModelRef, agent: str) -> str:
+        user = _user(session_id, ids.message_id(), model, agent)
+        await self.store.put_message(user, [_message_event(user)])
+        builder = StreamingMessageBuilder(user.id, "user", session_id=session_id)
+        builder.add_text_delta(prompt)
+        recording = Recording(self.store, self.host, builder, user)
+        for part in builder.build().parts:  # a prompt is stored whole, as ours are
+            await recording._save(part)
+        return user.id
+
+    async def _end(self, recording: Recording, message: str, *, aborted: bool) -> None:
+        if recording.aborted:
+            return
+        await recording.fail(message, aborted=aborted)
+        await self._settle(recording)
+
+    async def _settle(self, recording: Recording) -> None:
+        """Give the session back (once: an abort and the block's end may both get here)."""
+        if self._release(recording.session_id, recording.claim):
+            await self.status.idle(recording.session_id)
+
+
+def _assistant(
+    session: Session, message_id: str, parent_id: str, model: ModelRef, agent: str
+) -> AssistantMessage:
+    root = session.directory
+    return AssistantMessage(
+        id=message_id,
+        session_id=session.id,
+        time=AssistantTime(created=now_ms()),
+        parent_id=parent_id,
+        model_id=model.model_id,
+        provider_id=model.provider_id,
+        mode=agent,
+        agent=agent,
+        path=MessagePath(cwd=root, root=root),
+    )
+
+
+def _user(session_id: str, message_id: str, model: ModelRef, agent: str) -> UserMessage:
+    return UserMessage(
+        id=message_id,
+        session_id=session_id,
+        time=UserTime(created=now_ms()),
+        agent=agent,
+        model=model,
+    )
+
+
+def _model_ref(model: ModelRef | str | None) -> ModelRef:
+    if isinstance(model, ModelRef):
+        return model
+    if model is None:
+        return ModelRef(provider_id=EXTERNAL, model_id=EXTERNAL)
+    provider, sep, name = model.partition("/")
+    if not sep or not provider or not name:
+        raise BadRequestError(f"model must be 'provider/model', not {model!r}", field="model")
+    return ModelRef(provider_id=provider, model_id=name)

@@ -1,0 +1,284 @@
+"""Converters in: each runtime's stream, as its public docs and SDK types describe it,
+recorded into a session through the same path as any external loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from partwire.protocol.converters import Converter, formats
+from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
+from partwire.runtime import Runtime
+from partwire.schema.ingest import IngestEvent, IngestStart
+from partwire.schema.message import MessageWithParts
+from partwire.session.ingest import feed
+from tests.session.helpers import new_session
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def lines(name: str) -> list[dict[str, Any]]:
+    """A stream written from the format's public documentation and SDK types, one JSON
+    object per line (tests/protocol/fixtures/NAME.jsonl)."""
+    text = (FIXTURES / f"{name}.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def convert(converter: Converter, items: Iterable[Any]) -> list[IngestEvent]:
+    events: list[IngestEvent] = []
+    for item in items:
+        events += converter.feed(item)
+    return events + converter.end()
+
+
+async def record(
+    runtime: Runtime, events: list[IngestEvent], results: dict[str, str] | None = None
+) -> MessageWithParts:
+    """Record one answer; ``results`` are the tool results the user's loop would add."""
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="go") as msg:
+        for event in events:
+            await feed(msg, event)
+        for call_id, output in (results or {}).items():
+            await msg.add_tool_result(call_id, output)
+    return (await runtime.store.list_messages(session_id))[-1]
+
+
+def shape(message: MessageWithParts) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for part in message.parts:
+        if part.type in ("text", "reasoning"):
+            out.append((part.type, part.text))  # type: ignore[union-attr]
+        elif part.type == "tool":
+            state = part.state  # type: ignore[union-attr]
+            out.append(("tool", (part.tool, state.status, state.input)))  # type: ignore[union-attr]
+        else:
+            out.append((part.type, None))
+    return out
+
+
+# ---- OpenAI Chat Completions --------------------------------------------------------------
+
+CHAT_CHUNKS = lines("openai-chat")
+
+
+async def test_openai_chat_chunks(runtime: Runtime) -> None:
+    events = convert(formats()["openai-chat"](), CHAT_CHUNKS)
+    answer = await record(runtime, events, {"call_1": "18°C"})
+    assert shape(answer) == [
+        ("step-start", None),
+        ("reasoning", "Weather needs a tool."),
+        ("text", "Let me check."),
+        ("tool", ("get_weather", "completed", {"city": "Paris"})),
+        ("step-finish", None),
+    ]
+    finish = answer.parts[-1]
+    assert finish.reason == "tool-calls" and finish.tokens.input == 50  # type: ignore[union-attr]
+    assert answer.info.tokens.output == 12  # type: ignore[union-attr]
+
+
+async def test_openai_chat_sdk_objects(runtime: Runtime) -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    chunks = [ChatCompletionChunk.model_validate(chunk) for chunk in CHAT_CHUNKS]
+    events = convert(formats()["openai-chat"](), chunks)
+    assert events == convert(formats()["openai-chat"](), CHAT_CHUNKS)
+
+
+# ---- OpenAI Responses ---------------------------------------------------------------------
+
+RESPONSES = lines("openai-responses")
+
+
+async def test_openai_responses_events(runtime: Runtime) -> None:
+    events = convert(formats()["openai-responses"](), RESPONSES)
+    answer = await record(runtime, events, {"call_9": "no rain"})
+    assert shape(answer) == [
+        ("step-start", None),
+        ("reasoning", "Look it up."),
+        ("text", "Checking now."),
+        ("tool", ("search", "completed", {"q": "rain"})),
+        ("step-finish", None),
+    ]
+    finish = answer.parts[-1]
+    assert finish.reason == "tool-calls"  # type: ignore[union-attr]
+    assert (finish.tokens.reasoning, finish.tokens.cache.read) == (3, 8)  # type: ignore[union-attr]
+
+
+async def test_a_failed_response_ends_the_message_with_its_error(runtime: Runtime) -> None:
+    failed = [
+        {"type": "response.created", "response": {"id": "r"}},
+        {"type": "response.output_text.delta", "delta": "Hal"},
+        {"type": "response.failed", "response": {"error": {"message": "server overloaded"}}},
+    ]
+    answer = await record(runtime, convert(formats()["openai-responses"](), failed))
+    assert answer.info.error is not None and answer.info.error.data.message == "server overloaded"  # type: ignore[union-attr]
+
+
+# ---- Anthropic Messages -------------------------------------------------------------------
+
+ANTHROPIC = lines("anthropic")
+
+
+async def test_anthropic_stream_events(runtime: Runtime) -> None:
+    events = convert(formats()["anthropic"](), ANTHROPIC)
+    answer = await record(runtime, events, {"toolu_1": "README.md"})
+    assert shape(answer) == [
+        ("step-start", None),
+        ("reasoning", "The user wants files."),
+        ("text", "I'll list them."),
+        ("tool", ("bash", "completed", {"command": "ls"})),
+        ("step-finish", None),
+    ]
+    finish = answer.parts[-1]
+    assert finish.reason == "tool-calls"  # type: ignore[union-attr]
+    assert (finish.tokens.input, finish.tokens.output, finish.tokens.cache.read) == (25, 30, 4)  # type: ignore[union-attr]
+
+
+async def test_anthropic_sdk_objects_convert_the_same(runtime: Runtime) -> None:
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
+    objects = [adapter.validate_python(e) for e in ANTHROPIC if e["type"] != "ping"]
+    plain = [e for e in ANTHROPIC if e["type"] != "ping"]
+    assert convert(formats()["anthropic"](), objects) == convert(formats()["anthropic"](), plain)
+
+
+# ---- Claude Code stream-json --------------------------------------------------------------
+
+
+def _claude_code_lines() -> list[dict[str, Any]]:
+    """The Anthropic stream above as Claude Code prints it, with the whole messages it
+    repeats, a sub-agent's line to skip, a tool result and a second, unstreamed turn."""
+    return lines("claude-code")
+
+
+async def test_claude_code_stream_json(runtime: Runtime) -> None:
+    events = convert(formats()["claude-code"](), _claude_code_lines())
+    answer = await record(runtime, events)
+    assert shape(answer) == [
+        ("step-start", None),
+        ("reasoning", "The user wants files."),
+        ("text", "I'll list them."),
+        ("tool", ("bash", "completed", {"command": "ls"})),
+        ("step-finish", None),
+        ("step-start", None),
+        ("text", "Two entries."),
+        ("step-finish", None),
+    ]
+    assert answer.parts[3].state.output == "README.md\nsrc"  # type: ignore[union-attr]
+    assert answer.info.tokens.input == 85 and answer.info.error is None  # type: ignore[union-attr]
+
+
+async def test_a_claude_code_error_result_ends_the_message(runtime: Runtime) -> None:
+    lines = [{"type": "result", "subtype": "error_max_turns", "is_error": True}]
+    answer = await record(runtime, convert(formats()["claude-code"](), lines))
+    assert answer.info.error is not None and answer.info.error.data.message == "error_max_turns"  # type: ignore[union-attr]
+
+
+# ---- pydantic-ai --------------------------------------------------------------------------
+
+
+async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+    async def model(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        if len(messages) == 1:
+            yield "Let me look. "
+            yield {0: DeltaToolCall(name="lookup", json_args='{"key": ', tool_call_id="call_a")}
+            yield {0: DeltaToolCall(json_args='"colour"}')}
+        else:
+            yield "It is "
+            yield "blue."
+
+    agent = Agent(FunctionModel(stream_function=model))
+
+    @agent.tool_plain
+    def lookup(key: str) -> str:
+        return f"{key}=blue"
+
+    converter = PydanticAIConverter()
+    events: list[IngestEvent] = []
+    async with agent.run_stream_events("What colour?") as stream:
+        async for event in stream:
+            events += converter.feed(event)
+    events += converter.end()
+    answer = await record(runtime, events)
+    assert shape(answer) == [
+        ("step-start", None),
+        ("text", "Let me look. "),
+        ("tool", ("lookup", "completed", {"key": "colour"})),
+        ("step-finish", None),
+        ("step-start", None),
+        ("text", "It is blue."),
+        ("step-finish", None),
+    ]
+    assert answer.parts[2].state.output == "colour=blue"  # type: ignore[union-attr]
+    assert answer.info.tokens.output > 0  # type: ignore[union-attr]
+
+
+# ---- opencode's /event stream -------------------------------------------------------------
+
+
+def _sse_events(path: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[5:]) for line in path.read_text().splitlines() if line.startswith("data:")
+    ]
+
+
+async def test_an_opencode_session_is_mirrored_from_its_event_stream(runtime: Runtime) -> None:
+    """A trace recorded from opencode 1.18.33 (tests/protocol/fixtures) is mirrored into a
+    partwire session; the result matches what opencode itself stored."""
+    events = convert(formats()["opencode"](), _sse_events(FIXTURES / "trace-tool.sse"))
+    session_id = await new_session(runtime)
+    messages: list[list[IngestEvent]] = []
+    for event in events:
+        if isinstance(event, IngestStart):
+            messages.append([event])
+        else:
+            messages[-1].append(event)
+    for message in messages:
+        start = message[0]
+        assert isinstance(start, IngestStart)
+        async with runtime.record(session_id, role=start.role, model=start.model) as msg:
+            for event in message[1:]:
+                await feed(msg, event)
+    ours = await runtime.store.list_messages(session_id)
+    theirs = [
+        MessageWithParts.model_validate(m)
+        for m in json.loads((FIXTURES / "messages-tool.json").read_text())
+    ]
+    assert [shape(m) for m in ours] == [shape(m) for m in theirs]
+    tool = next(p for p in ours[1].parts if p.type == "tool")
+    original = next(p for p in theirs[1].parts if p.type == "tool")
+    assert tool.state.output == original.state.output  # type: ignore[union-attr]
+    assert ours[1].info.model_id == theirs[1].info.model_id  # type: ignore[union-attr]
+
+
+def test_every_format_is_listed() -> None:
+    assert set(formats()) == {
+        "partwire", "openai-chat", "openai-responses", "anthropic", "claude-code", "opencode",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(set(formats()) - {"partwire"}))
+def test_items_of_no_known_shape_are_skipped(name: str) -> None:
+    converter = formats()[name]()
+    assert converter.feed({"type": "something.else"}) == []
+    assert converter.feed("not an object") == []
+
+
+def test_the_native_format_refuses_what_it_does_not_know() -> None:
+    native = formats()["partwire"]()
+    assert native.feed({"type": "text-delta", "delta": "x"})[0].type == "text-delta"
+    with pytest.raises(ValueError, match="teleport"):
+        native.feed({"type": "teleport"})

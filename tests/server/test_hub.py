@@ -1,0 +1,280 @@
+"""The ClientHub: SessionEvents over Socket.IO and /ws, resumable, reduced alike by the
+Python reducer, the TypeScript reducer and the store."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import itertools
+import json
+import os
+import random
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import socketio
+
+from partwire.client.http import PartwireClient
+from partwire.config import Settings
+from partwire.protocol.blocks import blocks_of, empty_state, reduce_session_event
+from partwire.server.app import create_app
+from partwire.server.hub import MAX_BACKLOG
+from partwire.server.runner import serve_in_background
+
+JS = Path(__file__).parents[2] / "clients" / "js"
+HUB_CLIENT = JS / "dist" / "scripts" / "hub-client.js"
+PROMPTS = ("hello", "list", "edit README.md no-such-text => x")
+
+
+class Listener:
+    """A python-socketio client subscribed to one session."""
+
+    def __init__(self) -> None:
+        self.sio = socketio.AsyncClient()
+        self.events: list[dict[str, Any]] = []
+        self.resyncs: list[dict[str, Any]] = []
+        self.arrived = asyncio.Event()
+        self.sio.on("session:event", self._event)
+        self.sio.on("session:resync", self._resync)
+
+    async def _event(self, data: dict[str, Any]) -> None:
+        self.events.append(data)
+        self.arrived.set()
+
+    async def _resync(self, data: dict[str, Any]) -> None:
+        self.resyncs.append(data)
+        self.arrived.set()
+
+    async def start(self, url: str, session_id: str, since: str | None = None) -> dict[str, Any]:
+        await self.sio.connect(url, transports=["websocket"])
+        data = (
+            {"sessionId": session_id}
+            if since is None
+            else {"sessionId": session_id, "since": since}
+        )
+        ack: dict[str, Any] = await self.sio.call("subscribe", data, timeout=10)
+        return ack
+
+    async def until(self, count: int) -> list[dict[str, Any]]:
+        async with asyncio.timeout(15):
+            while len(self.events) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+        return self.events
+
+    async def until_idle(self, idles: int) -> list[dict[str, Any]]:
+        async with asyncio.timeout(15):
+            while sum(e["type"] == "session:idle" for e in self.events) < idles:
+                self.arrived.clear()
+                await self.arrived.wait()
+        return self.events
+
+    async def stop(self) -> None:
+        await self.sio.disconnect()
+
+
+def _reduce(events: list[dict[str, Any]]) -> dict[str, Any]:
+    state = empty_state()
+    for event in events:
+        reduce_session_event(state, event)
+    return state
+
+
+async def _ran_session(client: PartwireClient) -> str:
+    session_id = (await client.create_session()).id
+    for text in PROMPTS:
+        await client.prompt(session_id, text)
+    return session_id
+
+
+async def test_live_events_reduce_to_the_stored_blocks_and_resume_anywhere(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = (await client.create_session()).id
+        live = Listener()
+        assert (await live.start(server, session_id)) == {"ok": True, "sessionId": session_id}
+        for text in PROMPTS:
+            await client.prompt(session_id, text)
+        events = await live.until_idle(len(PROMPTS))
+        await live.stop()
+        stored = await client.messages(session_id)
+        state = _reduce(events)
+        assert state["blocks"] == blocks_of(stored)
+        assert list(state["queries"].values()) == ["completed"] * len(PROMPTS)
+        assert len({e["id"] for e in events}) == len(events)
+        assert all(e["context"]["sessionId"] == session_id for e in events)
+
+        # resume after any event: exactly the rest
+        cuts = random.Random(11).sample(range(len(events) - 1), 5)
+        for cut in [*sorted(cuts), len(events) - 2]:
+            again = Listener()
+            await again.start(server, session_id, since=events[cut]["id"])
+            await again.until(len(events) - cut - 1)
+            await asyncio.sleep(0.1)  # nothing more may come
+            await again.stop()
+            assert again.events == events[cut + 1 :], f"resumed after event {cut}"
+
+
+async def test_a_new_subscriber_gets_the_whole_session_then_live(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _ran_session(client)
+        late = Listener()
+        await late.start(server, session_id)
+        await late.until_idle(len(PROMPTS))
+        before = len(late.events)
+        await client.prompt(session_id, "hello")
+        await late.until_idle(len(PROMPTS) + 1)
+        await late.stop()
+        assert len(late.events) > before
+        assert _reduce(late.events)["blocks"] == blocks_of(await client.messages(session_id))
+
+
+async def test_bad_subscriptions_are_refused_in_the_acknowledgement(server: str) -> None:
+    listener = Listener()
+    await listener.sio.connect(server, transports=["websocket"])
+    assert (await listener.sio.call("subscribe", {"sessionId": "ses_nope"}, timeout=5))[
+        "ok"
+    ] is False
+    refused = await listener.sio.call("subscribe", {"session": 1}, timeout=5)
+    assert refused == {"ok": False, "error": "subscribe needs {sessionId, since?}"}
+    await listener.stop()
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not HUB_CLIENT.exists(),
+    reason="needs node and clients/js built",
+)
+@pytest.mark.parametrize("transport", ["socketio", "ws"])
+async def test_node_clients_and_the_three_reducers_agree(server: str, transport: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = (await client.create_session()).id
+        python = Listener()
+        await python.start(server, session_id)
+        node = await asyncio.create_subprocess_exec(
+            "node", str(HUB_CLIENT), transport, server, session_id, str(len(PROMPTS)),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert node.stdout is not None
+        assert (await asyncio.wait_for(node.stdout.readline(), 20)).strip() == b"subscribed"
+        for text in PROMPTS:
+            await client.prompt(session_id, text)
+        out, err = await asyncio.wait_for(node.communicate(), 30)
+        assert node.returncode == 0, err.decode()
+        received = json.loads(out)
+        events = await python.until_idle(len(PROMPTS))
+        await asyncio.sleep(0.3)  # as the node client: what follows the last idle
+        await python.stop()
+        stored = await client.messages(session_id)
+    assert received["events"] == events  # the same events, in the same order
+    python_state = _reduce(events)
+    assert received["state"] == python_state  # TypeScript reducer == Python reducer
+    assert python_state["blocks"] == blocks_of(stored)  # == the store
+
+
+async def test_a_client_that_falls_behind_is_told_to_resync_and_resumes(
+    settings: Settings,
+) -> None:
+    app = create_app(settings)
+    hub = app.state.hub
+    async with serve_in_background(settings, app=app) as url, PartwireClient(url) as client:
+        session_id = await _ran_session(client)
+        whole = Listener()
+        await whole.start(url, session_id)
+        events = await whole.until_idle(len(PROMPTS))
+        await asyncio.sleep(0.2)
+        await whole.stop()
+
+        sends = itertools.count()
+        # engine.io's queue for this client "fills" after ten events
+        hub.backlog = lambda sid: MAX_BACKLOG + 1 if next(sends) >= 10 else 0
+        slow = Listener()
+        await slow.start(url, session_id)
+        async with asyncio.timeout(10):
+            while not slow.resyncs:
+                slow.arrived.clear()
+                await slow.arrived.wait()
+        await slow.stop()
+        assert len(slow.events) == 10 and slow.events == events[:10]
+        assert slow.resyncs[0]["since"] == events[9]["id"]
+
+        hub.backlog = lambda sid: 0
+        again = Listener()
+        await again.start(url, session_id, since=slow.resyncs[0]["since"])
+        await again.until(len(events) - 10)
+        await again.stop()
+        assert slow.events + again.events == events
+
+
+def _ws_stalled(url: str, subscribe: dict[str, Any]) -> socket.socket:
+    """A raw WebSocket to /ws with a tiny receive buffer: it subscribes, then stops reading."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert b" 101 " in head.split(b"\r\n")[0]
+    payload = json.dumps({"event": "subscribe", "data": subscribe}).encode()
+    mask = os.urandom(4)
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    assert len(payload) < 126
+    sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + masked)
+    return sock
+
+
+def _ws_read_all(sock: socket.socket) -> list[dict[str, Any]]:
+    sock.settimeout(3)
+    data = bytearray()
+    try:
+        while chunk := sock.recv(65536):
+            data.extend(chunk)
+    except TimeoutError:
+        pass
+    messages, at = [], 0
+    while at + 2 <= len(data):
+        size, at = data[at + 1] & 0x7F, at + 2
+        if size == 126:
+            size, at = int.from_bytes(data[at : at + 2], "big"), at + 2
+        elif size == 127:
+            size, at = int.from_bytes(data[at : at + 8], "big"), at + 8
+        if at + size > len(data):
+            break
+        messages.append(json.loads(data[at : at + size]))
+        at += size
+    return messages
+
+
+async def test_a_websocket_client_that_does_not_read_is_told_to_resync(
+    settings: Settings,
+) -> None:
+    """/ws writes wait for the client, so events pile up in its bounded bus queue; events
+    that cannot merge (a title changed 1500 times) overflow it: session:resync follows."""
+    tight = dataclasses.replace(settings, subscriber_queue=50)
+    async with serve_in_background(tight) as url, PartwireClient(url) as client:
+        session_id = (await client.create_session()).id
+        stalled = await asyncio.to_thread(_ws_stalled, url, {"sessionId": session_id})
+        await asyncio.sleep(0.3)
+        for n in range(1500):
+            await client.update_session(session_id, title=f"{n} " + "x" * 2000)
+        received = await asyncio.to_thread(_ws_read_all, stalled)
+        stalled.close()
+        events = [m["data"] for m in received if m["event"] == "session:event"]
+        resyncs = [m["data"] for m in received if m["event"] == "session:resync"]
+        assert resyncs and resyncs[0]["since"] == events[-1]["id"]
+        assert len(events) < 1500
+        rest = Listener()
+        await rest.start(url, session_id, since=resyncs[0]["since"])
+        await rest.until(1500 + 3 - len(events))  # ee:creating, initialized, ee:ready + titles
+        await rest.stop()
+    titles = [e["payload"]["title"] for e in events + rest.events if e["type"] == "options:update"]
+    assert [t.split()[0] for t in titles] == [str(n) for n in range(1500)]

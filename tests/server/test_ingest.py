@@ -1,0 +1,232 @@
+"""POST /session/{id}/ingest: another process streams its message in as NDJSON, live."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+
+from partwire.client.http import PartwireClient
+from partwire.client.reducer import ClientState, reduce
+from partwire.schema.event import Event
+
+
+async def _session(client: PartwireClient) -> str:
+    return (await client.create_session()).id
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]]) -> None:
+    """Poll the HTTP API (a client outside the server has no event to wait on)."""
+    async with asyncio.timeout(10):
+        while not await check():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+async def _busy(client: PartwireClient) -> bool:
+    return bool(await client.status())
+
+
+async def _idle(client: PartwireClient) -> bool:
+    return not await client.status()
+
+
+async def _until(
+    events: AsyncIterator[Event], type_: str, state: ClientState | None = None
+) -> Event:
+    async with asyncio.timeout(10):
+        while True:
+            event = await anext(events)
+            if state is not None:
+                reduce(state, event)
+            if event.type == type_:
+                return event
+
+
+async def test_each_line_is_visible_to_clients_before_the_stream_ends(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        events = client.events()
+        assert (await anext(events)).type == "server.connected"
+        state = ClientState()
+        seen_first_delta = asyncio.Event()
+
+        async def lines() -> AsyncIterator[dict[str, Any]]:
+            model = {"providerID": "acme", "modelID": "m1"}
+            yield {"type": "start", "prompt": "what is here?", "model": model}
+            yield {"type": "step-start"}
+            yield {"type": "text-delta", "delta": "Let me "}
+            await asyncio.wait_for(seen_first_delta.wait(), 10)  # the server already showed it
+            yield {"type": "text-delta", "delta": "look."}
+            yield {"type": "tool-call-start", "callID": "c1", "tool": "bash"}
+            yield {"type": "tool-args-delta", "callID": "c1", "delta": '{"command": "ls"}'}
+            yield {"type": "tool-call", "callID": "c1", "tool": "bash", "input": {"command": "ls"}}
+            yield {"type": "tool-result", "callID": "c1", "output": "README.md", "title": "ls"}
+            yield {"type": "step-finish", "tokens": {"input": 10, "output": 4}, "cost": 0.5}
+
+        upload = asyncio.create_task(client.ingest(session_id, lines()))
+        delta = await _until(events, "message.part.delta", state)
+        assert delta.properties.delta == "Let me "  # type: ignore[attr-defined]
+        assert not upload.done()
+        seen_first_delta.set()
+        answer = await upload
+        await _until(events, "session.idle", state)
+        await events.aclose()  # type: ignore[attr-defined]
+        stored = await client.messages(session_id)
+    assert [m.info.role for m in stored] == ["user", "assistant"]
+    assert stored[1] == answer
+    assert answer.info.parent_id == stored[0].info.id  # type: ignore[union-attr]
+    assert answer.info.provider_id == "acme" and answer.info.cost == 0.5  # type: ignore[union-attr]
+    assert [p.type for p in answer.parts] == ["step-start", "text", "tool", "step-finish"]
+    assert answer.parts[1].text == "Let me look."  # type: ignore[union-attr]
+    assert answer.parts[2].state.output == "README.md"  # type: ignore[union-attr]
+    assert state.messages(session_id) == stored
+
+
+async def _post(server: str, session_id: str, body: bytes) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=server) as http:
+        return await http.post(
+            f"/session/{session_id}/ingest",
+            content=body,
+            headers={"content-type": "application/x-ndjson"},
+        )
+
+
+def _ndjson(*lines: Any) -> bytes:
+    return b"".join(
+        (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (b"{not json", "not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (json.dumps({"type": "text-delta", "delta": "x", "color": "red"}).encode(), "color"),
+        (json.dumps({"type": "teleport"}).encode(), "type"),
+        (json.dumps({"type": "tool-result", "callID": "no", "output": "x"}).encode(), "before"),
+        (json.dumps({"type": "start"}).encode(), "first line"),
+        (b'{"type": "text-delta", "delta": "\\ud800"}', "not valid Unicode"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)  # fmt: skip
+async def test_a_bad_line_is_a_400_naming_it_and_keeps_what_came_before(
+    server: str, bad: bytes, says: str
+) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        body = _ndjson(
+            {"type": "start", "prompt": "go"},
+            {"type": "text-delta", "delta": "a"},
+            b"",
+            {"type": "text-delta", "delta": "b"},
+            bad,
+            {"type": "text-delta", "delta": "never"},
+        )
+        response = await _post(server, session_id, body)
+        assert response.status_code == 400
+        error = response.json()
+        assert error["name"] == "BadRequest" and error["data"]["line"] == 5
+        assert (
+            error["data"]["message"].startswith("ingest line 5: ")
+            and says in error["data"]["message"]
+        )
+        stored = await client.messages(session_id)
+        answer = stored[1]
+        assert [p.text for p in answer.parts] == ["ab"]  # type: ignore[union-attr]
+        assert answer.info.error is not None and "line 5" in answer.info.error.data.message  # type: ignore[union-attr]
+        assert await client.status() == {}  # idle again
+
+
+async def test_a_busy_session_and_a_missing_one_are_refused(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        assert (
+            await _post(server, "ses_missing", _ndjson({"type": "text-delta", "delta": "x"}))
+        ).status_code == 404
+        # nothing to answer yet: no prompt and no user message
+        response = await _post(server, session_id, _ndjson({"type": "text-delta", "delta": "x"}))
+        assert (
+            response.status_code == 400 and "no user message" in response.json()["data"]["message"]
+        )
+        release = asyncio.Event()
+
+        async def slow() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "start", "prompt": "first"}
+            await release.wait()
+
+        first = asyncio.create_task(client.ingest(session_id, slow()))
+        await _eventually(lambda: _busy(client))
+        busy = await _post(server, session_id, _ndjson({"type": "start", "prompt": "second"}))
+        assert busy.status_code == 409 and busy.json()["name"] == "SessionBusyError"
+        release.set()
+        await first
+        assert [m.info.role for m in await client.messages(session_id)] == ["user", "assistant"]
+
+
+async def test_an_error_line_ends_the_message_with_that_error(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        answer = await client.ingest(
+            session_id,
+            [
+                {"type": "start", "prompt": "go"},
+                {"type": "tool-call", "callID": "c1", "tool": "bash", "input": {}},
+                {"type": "error", "message": "rate limited by upstream"},
+            ],
+        )
+    assert (
+        answer.info.error is not None
+        and answer.info.error.data.message == "rate limited by upstream"
+    )  # type: ignore[union-attr]
+    assert answer.parts[0].state.status == "error"  # type: ignore[union-attr]
+
+
+async def test_a_dropped_connection_ends_the_message_as_aborted(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        url = urlparse(server)
+        lines = _ndjson({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "half"})
+        head = (
+            f"POST /session/{session_id}/ingest HTTP/1.1\r\nHost: {url.hostname}:{url.port}\r\n"
+            "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ).encode()
+        chunk = f"{len(lines):x}\r\n".encode() + lines + b"\r\n"
+        with socket.create_connection((url.hostname, url.port)) as raw:
+            raw.sendall(head + chunk)
+
+            async def text_stored() -> bool:
+                stored = await client.messages(session_id)
+                return len(stored) == 2 and bool(stored[1].parts)
+
+            await _eventually(text_stored)
+        await _eventually(lambda: _idle(client))
+        answer = (await client.messages(session_id))[1]
+    assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
+    assert [p.text for p in answer.parts] == ["half"]  # type: ignore[union-attr]
+
+
+async def test_abort_stops_an_ingest_stream(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        aborted = asyncio.Event()
+
+        async def lines() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "start", "prompt": "go"}
+            yield {"type": "text-delta", "delta": "working"}
+            await aborted.wait()
+            yield {"type": "text-delta", "delta": "too late"}
+
+        upload = asyncio.create_task(client.ingest(session_id, lines()))
+        await _eventually(lambda: _busy(client))
+        assert await client.abort(session_id)
+        aborted.set()
+        answer = await upload
+    assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
+    assert [p.text for p in answer.parts] == ["working"]  # type: ignore[union-attr]

@@ -1,0 +1,254 @@
+"""StreamingMessageBuilder: frames per call, parts in call order, illegal sequences refused."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from partwire import StreamingMessageBuilder
+from partwire.errors import BuilderError
+from partwire.protocol.partframes import FrameReducer, reduce_frames
+from partwire.schema.frames import Frame, frame_adapter
+
+
+def _builder(role: str = "assistant") -> StreamingMessageBuilder:
+    ticks = itertools.count(1000)
+    return StreamingMessageBuilder("msg_1", role, session_id="ses_1", clock=lambda: next(ticks))  # type: ignore[arg-type]
+
+
+def _types(frames: list[Frame]) -> list[str]:
+    return [frame.type for frame in frames]
+
+
+def test_text_streams_into_one_part_and_ends_when_another_part_begins() -> None:
+    b = _builder()
+    assert _types(b.add_text_delta("Hel")) == ["message_start", "part_start", "part_delta"]
+    assert _types(b.add_text_delta("lo")) == ["part_delta"]
+    frames = b.add_tool_call("c1", "read", {"path": "a.py"})
+    assert _types(frames) == ["part_complete", "part_start"]
+    assert frames[0].part.text == "Hello" and frames[0].part.time.end is not None  # type: ignore[union-attr]
+    b.add_tool_result("c1", "print(1)")
+    b.add_text_delta("Done.")
+    built = b.build()
+    assert [p.type for p in built.parts] == ["text", "tool", "text"]
+    assert [getattr(p, "text", None) for p in built.parts] == ["Hello", None, "Done."]
+    assert built.content == "Hello\n\n[read] print(1)\n\nDone."
+    assert all(p.session_id == "ses_1" and p.message_id == "msg_1" for p in built.parts)
+
+
+def test_a_tool_call_goes_pending_running_completed_with_streamed_arguments() -> None:
+    b = _builder()
+    b.start_tool_call("c1", "bash")
+    delta = b.add_tool_args_delta("c1", '{"command": ')
+    assert delta[0].args_delta == '{"command": '  # type: ignore[union-attr]
+    b.add_tool_args_delta("c1", '"ls"}')
+    pending = b.tool_part("c1")
+    assert pending.state.status == "pending" and pending.state.raw == '{"command": "ls"}'  # type: ignore[union-attr]
+    update = b.add_tool_call("c1", "bash", '{"command": "ls"}')
+    assert _types(update) == ["part_update"]
+    assert b.tool_part("c1").state.status == "running"
+    done = b.add_tool_result("c1", {"files": ["a"]}, title="ls")
+    state = done[0].part.state  # type: ignore[union-attr]
+    assert (
+        state.status == "completed" and state.output == '{"files": ["a"]}' and state.title == "ls"
+    )
+    assert state.input == {"command": "ls"}
+
+
+def test_an_error_result_ends_the_call_in_error() -> None:
+    b = _builder()
+    b.add_tool_call("c1", "bash", {"command": "false"})
+    b.add_tool_result("c1", "exit 1", is_error=True)
+    part = b.build().parts[0]
+    assert part.state.status == "error" and part.state.error == "exit 1"  # type: ignore[union-attr]
+    assert b.build().content == "[bash error] exit 1"
+
+
+def test_steps_add_tokens_and_cost_to_the_message() -> None:
+    b = _builder()
+    b.start_step()
+    b.add_text_delta("a")
+    b.finish_step({"input": 10, "output": 5, "cache": {"read": 2}}, cost=0.25, reason="tool-calls")
+    b.start_step()
+    b.finish_step({"input": 3, "output": 1}, cost=0.5)
+    built = b.build()
+    assert [p.type for p in built.parts] == [
+        "step-start",
+        "text",
+        "step-finish",
+        "step-start",
+        "step-finish",
+    ]
+    assert built.tokens.input == 13 and built.tokens.output == 6 and built.tokens.cache.read == 2
+    assert built.tokens.total == 19 and built.cost == 0.75 and built.finish == "stop"
+
+
+def test_finish_ends_open_calls_in_error_and_fail_records_the_error() -> None:
+    b = _builder()
+    b.add_tool_call("c1", "bash", {})
+    b.start_tool_call("c2", "read")
+    frames = b.fail("the user stopped it", aborted=True)
+    assert _types(frames) == ["part_complete", "part_complete", "message_complete"]
+    built = b.build()
+    assert built.error is not None and built.error.name == "MessageAbortedError"
+    assert [p.state.error for p in built.parts] == ["Tool execution aborted"] * 2  # type: ignore[union-attr]
+
+
+def test_a_user_message_takes_text_and_files_only() -> None:
+    b = _builder("user")
+    b.add_text_delta("look at this")
+    b.add_file("image/png", "data:image/png;base64,AAAA", "a.png")
+    with pytest.raises(BuilderError, match="user message has no tool calls"):
+        b.add_tool_call("c1", "bash", {})
+    with pytest.raises(BuilderError, match="no reasoning"):
+        b.add_reasoning_delta("hm")
+    assert [p.type for p in b.build().parts] == ["text", "file"]
+
+
+@pytest.mark.parametrize(
+    ("calls", "message"),
+    [
+        ([("add_tool_result", "c1", "x")], "a result for tool call 'c1' arrived before the call"),
+        ([("add_tool_args_delta", "c1", "{")], "arguments for tool call 'c1' arrived before"),
+        (
+            [("add_tool_call", "c1", "bash", {}), ("add_tool_args_delta", "c1", "{")],
+            "after they were complete",
+        ),
+        (
+            [("start_tool_call", "c1", "bash"), ("add_tool_result", "c1", "x")],
+            "before the call was complete",
+        ),
+        (
+            [
+                ("add_tool_call", "c1", "bash", {}),
+                ("add_tool_result", "c1", "x"),
+                ("add_tool_result", "c1", "y"),
+            ],
+            "already has a result",
+        ),
+        ([("add_tool_call", "c1", "bash", {}), ("add_tool_call", "c1", "bash", {})], "already"),
+        ([("start_tool_call", "c1", "bash"), ("add_tool_call", "c1", "read", {})], "not 'read'"),
+        ([("add_tool_call", "c1", "bash", "[1]")], "must be a JSON object"),
+        ([("add_tool_call", "c1", "bash", "{nope")], "not JSON"),
+        ([("finish_step",)], "without an open step"),
+        ([("start_step",), ("start_step",)], "already open"),
+        ([("finish",), ("add_text_delta", "late")], "is complete"),
+        ([("add_text_delta", 5)], "must be a string"),
+    ],
+)
+def test_illegal_sequences_raise_and_change_nothing(
+    calls: list[tuple[Any, ...]], message: str
+) -> None:
+    b = _builder()
+    *legal, (last, *args) = calls
+    for name, *call_args in legal:
+        getattr(b, name)(*call_args)
+    before = b.parts
+    with pytest.raises(BuilderError, match=message):
+        getattr(b, last)(*args)
+    assert b.parts == before
+
+
+# ---- every legal sequence: its frames reduce to build() -------------------------------------
+
+
+@st.composite
+def legal_calls(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """A random legal call sequence, tracking what each call makes legal next."""
+    calls: list[tuple[Any, ...]] = []
+    pending: list[str] = []  # started, arguments streaming
+    running: list[str] = []
+    step_open = False
+    text = st.text(min_size=0, max_size=6)
+    for n in range(draw(st.integers(0, 25))):
+        options = ["text", "reasoning", "start", "call", "file", "step"]
+        options += ["args", "complete"] * bool(pending) + ["result"] * bool(running)
+        choice = draw(st.sampled_from(options))
+        call_id = f"c{n}"
+        if choice == "text":
+            calls.append(("add_text_delta", draw(text)))
+        elif choice == "reasoning":
+            calls.append(("add_reasoning_delta", draw(text)))
+        elif choice == "start":
+            calls.append(("start_tool_call", call_id, "bash"))
+            pending.append(call_id)
+        elif choice == "call":
+            calls.append(("add_tool_call", call_id, "read", {"n": n}))
+            running.append(call_id)
+        elif choice == "args":
+            calls.append(("add_tool_args_delta", draw(st.sampled_from(pending)), draw(text)))
+        elif choice == "complete":
+            started = draw(st.sampled_from(pending))
+            pending.remove(started)
+            running.append(started)
+            calls.append(("add_tool_call", started, "bash", '{"command": "ls"}'))
+        elif choice == "result":
+            done = draw(st.sampled_from(running))
+            running.remove(done)
+            calls.append(("add_tool_result", done, draw(text), draw(st.booleans())))
+        elif choice == "file":
+            calls.append(("add_file", "text/plain", "file:///a.txt", None))
+        elif step_open:
+            usage = {"input": draw(st.integers(0, 50)), "output": draw(st.integers(0, 50))}
+            calls.append(("finish_step", usage, draw(st.sampled_from([0.0, 0.5, 1.25]))))
+            step_open = False
+        else:
+            calls.append(("start_step",))
+            step_open = True
+    ending = draw(st.sampled_from(["finish", "fail", "abort"]))
+    calls.append({"finish": ("finish",), "fail": ("fail", "boom"), "abort": ("abort",)}[ending])
+    return calls
+
+
+def _play(calls: list[tuple[Any, ...]]) -> tuple[StreamingMessageBuilder, list[list[Frame]]]:
+    b = _builder()
+    per_call: list[list[Frame]] = []
+    for name, *args in calls:
+        if name == "abort":
+            per_call.append(b.fail("stopped", aborted=True))
+        else:
+            per_call.append(getattr(b, name)(*args))
+    return b, per_call
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legal_calls())
+def test_frames_of_any_legal_sequence_reduce_to_the_built_message(
+    calls: list[tuple[Any, ...]],
+) -> None:
+    b, per_call = _play(calls)
+    frames = [frame for chunk in per_call for frame in chunk]
+    # through JSON, as a client receives them
+    wire = [frame_adapter.validate_json(frame.wire_json()) for frame in frames]
+    assert reduce_frames(wire) == b.build()
+    assert wire[-1].type == "message_complete" and wire[-1].message == b.build()
+
+
+@settings(max_examples=80, deadline=None)
+@given(legal_calls(), st.data())
+def test_every_prefix_of_the_frames_matches_the_builder_at_that_point(
+    calls: list[tuple[Any, ...]], data: st.DataObject
+) -> None:
+    cut = data.draw(st.integers(0, len(calls) - 1))
+    b, per_call = _play(calls[:cut])
+    reducer = FrameReducer()
+    for frame in (f for chunk in per_call for f in chunk):
+        reducer.apply(frame)
+    if per_call and any(per_call):
+        assert reducer.message("msg_1").parts == b.parts
+    else:
+        assert b.parts == []
+
+
+def test_the_order_of_parts_is_the_order_of_calls() -> None:
+    b = _builder()
+    b.add_reasoning_delta("think")
+    b.add_text_delta("say")
+    b.add_reasoning_delta("more")
+    b.add_file("text/plain", "file:///x")
+    b.add_text_delta("end")
+    assert [p.type for p in b.build().parts] == ["reasoning", "text", "reasoning", "file", "text"]

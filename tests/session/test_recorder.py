@@ -1,0 +1,253 @@
+"""The recorder: an external loop's message gets the same storage, events and asks as ours."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from partwire.bus import Subscription
+from partwire.client.reducer import ClientState, reduce
+from partwire.errors import (
+    AbortedError,
+    BadRequestError,
+    BuilderError,
+    RejectedError,
+    SessionBusyError,
+)
+from partwire.runtime import Runtime
+from partwire.schema.event import Event
+from partwire.schema.message import AssistantMessage, UserMessage
+from partwire.session.recorder import Recording
+from tests.session.helpers import new_session, prompt_body
+
+
+async def _next(sub: Subscription, type_: str) -> Event:
+    async with asyncio.timeout(5):
+        while True:
+            event = await sub.get()
+            if event.type == type_:
+                return event
+
+
+async def _recorded_exchange(msg: Recording) -> None:
+    await msg.start_step()
+    await msg.add_reasoning_delta("The user wants a file listing.")
+    await msg.add_text_delta("Let me ")
+    await msg.add_text_delta("look.")
+    await msg.start_tool_call("call_1", "bash")
+    await msg.add_tool_args_delta("call_1", '{"command":')
+    await msg.add_tool_args_delta("call_1", ' "ls"}')
+    await msg.add_tool_call("call_1", "bash", '{"command": "ls"}')
+    await msg.add_tool_result("call_1", "README.md\nsrc", title="ls")
+    await msg.finish_step({"input": 100, "output": 20}, cost=0.01, reason="tool-calls")
+    await msg.start_step()
+    await msg.add_text_delta("Two entries.")
+    await msg.finish_step({"input": 130, "output": 5}, cost=0.02)
+
+
+async def test_a_recorded_message_is_stored_and_published_like_our_own(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    sub = runtime.bus.subscribe_all()
+    async with runtime.record(session_id, prompt="list the files", model="acme/m1") as msg:
+        assert runtime.status.get(session_id).type == "busy"
+        await _recorded_exchange(msg)
+    built = msg.builder.build()
+    stored = await runtime.store.list_messages(session_id)
+    user, answer = stored
+    assert isinstance(user.info, UserMessage) and user.parts[0].text == "list the files"  # type: ignore[union-attr]
+    info = answer.info
+    assert isinstance(info, AssistantMessage)
+    assert info.parent_id == user.info.id and (info.provider_id, info.model_id) == ("acme", "m1")
+    assert info.time.completed is not None and info.error is None and info.finish == "stop"
+    assert info.tokens.input == 230 and info.cost == pytest.approx(0.03)
+    assert answer.parts == built.parts
+    assert [p.type for p in answer.parts] == [
+        "step-start", "reasoning", "text", "tool", "step-finish", "step-start", "text",
+        "step-finish",
+    ]  # fmt: skip
+    assert runtime.status.get(session_id).type == "idle"
+
+    # a client that knows nothing of the recorder rebuilds the same message from the events
+    state = ClientState()
+    types = []
+    async with asyncio.timeout(5):
+        while True:
+            event = await sub.get()
+            types.append(event.type)
+            state = reduce(state, event)
+            if event.type == "session.idle":
+                break
+    assert "message.part.delta" in types and types.index("session.status") < types.index(
+        "message.part.delta"
+    )
+    assert state.messages(session_id) == stored
+
+
+async def test_an_answer_needs_a_user_message_to_answer(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    with pytest.raises(BadRequestError, match="no user message"):
+        async with runtime.record(session_id):
+            pass
+    with pytest.raises(BadRequestError, match="parentID"):
+        async with runtime.record(session_id, parent_id="msg_nope"):
+            pass
+    assert await runtime.store.list_messages(session_id) == []
+    assert not runtime.loop.is_busy(session_id)
+    # a user message recorded first is then the one answered
+    async with runtime.record(session_id, role="user") as user:
+        await user.add_text_delta("hello")
+    async with runtime.record(session_id) as answer:
+        await answer.add_text_delta("hi")
+    assert isinstance(answer.info, AssistantMessage) and answer.info.parent_id == user.message_id
+
+
+async def test_the_session_is_busy_while_recording(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="a"):
+        with pytest.raises(SessionBusyError):
+            await runtime.loop.prompt(session_id, prompt_body("b"))
+        with pytest.raises(SessionBusyError):
+            async with runtime.record(session_id, prompt="c"):
+                pass
+    assert [m.info.role for m in await runtime.store.list_messages(session_id)] == [
+        "user",
+        "assistant",
+    ]
+
+
+async def test_an_illegal_call_writes_nothing_and_the_recording_goes_on(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="go") as msg:
+        await msg.add_text_delta("a")
+        with pytest.raises(BuilderError, match="before the call"):
+            await msg.add_tool_result("call_x", "out")
+        await msg.add_text_delta("b")
+    parts = (await runtime.store.list_messages(session_id))[1].parts
+    assert [(p.type, p.text) for p in parts] == [("text", "ab")]  # type: ignore[union-attr]
+
+
+async def test_an_exception_ends_the_message_with_it_and_propagates(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    sub = runtime.bus.subscribe("session.error")
+    with pytest.raises(RuntimeError, match="model exploded"):
+        async with runtime.record(session_id, prompt="go") as msg:
+            await msg.add_tool_call("call_1", "bash", {"command": "ls"})
+            raise RuntimeError("model exploded")
+    answer = (await runtime.store.list_messages(session_id))[1]
+    assert answer.info.error is not None and "model exploded" in answer.info.error.data.message  # type: ignore[union-attr]
+    assert answer.parts[0].state.status == "error"  # type: ignore[union-attr]
+    assert (await _next(sub, "session.error")).properties.session_id == session_id  # type: ignore[attr-defined]
+    assert not runtime.loop.is_busy(session_id)
+
+
+async def test_abort_ends_the_message_at_once_and_refuses_the_next_call(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    reached_end = False
+    async with runtime.record(session_id, prompt="go") as msg:
+        await msg.add_text_delta("working")
+        await msg.add_tool_call("call_1", "bash", {"command": "sleep 100"})
+        assert await runtime.loop.abort(session_id)
+        # the session is free again before the external loop notices
+        assert not runtime.loop.is_busy(session_id)
+        with pytest.raises(AbortedError):
+            await msg.add_text_delta("more")
+        reached_end = True
+    assert reached_end
+    answer = (await runtime.store.list_messages(session_id))[1]
+    assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
+    assert [p.type for p in answer.parts] == ["text", "tool"]
+    assert answer.parts[1].state.error == "Tool execution aborted"  # type: ignore[union-attr]
+    assert runtime.status.get(session_id).type == "idle"
+
+
+async def test_a_cancelled_block_ends_the_message_as_aborted(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    started = asyncio.Event()
+
+    async def external_loop() -> None:
+        async with runtime.record(session_id, prompt="go") as msg:
+            await msg.add_text_delta("streaming")
+            started.set()
+            await asyncio.sleep(60)
+
+    task = asyncio.create_task(external_loop())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    answer = (await runtime.store.list_messages(session_id))[1]
+    assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
+    assert not runtime.loop.is_busy(session_id)
+
+
+@pytest.fixture
+async def recording(runtime: Runtime) -> AsyncIterator[Recording]:
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="deploy") as msg:
+        await msg.add_tool_call("call_1", "bash", {"command": "deploy"})
+        yield msg
+
+
+async def test_permission_asks_are_tied_to_the_tool_call(
+    runtime: Runtime, recording: Recording
+) -> None:
+    sub = runtime.bus.subscribe("permission.asked")
+    ask = asyncio.create_task(
+        recording.ask_permission("bash", ["deploy prod"], call_id="call_1", always=["deploy *"])
+    )
+    asked = (await _next(sub, "permission.asked")).properties
+    assert asked.tool is not None  # type: ignore[attr-defined]
+    assert (asked.tool.message_id, asked.tool.call_id) == (recording.message_id, "call_1")  # type: ignore[attr-defined]
+    await runtime.permissions.reply(asked.id, "always")  # type: ignore[attr-defined]
+    await ask
+    # "always" added a session rule: the same kind of ask is answered by itself
+    await asyncio.wait_for(recording.ask_permission("bash", ["deploy staging"]), 2)
+    again = asyncio.create_task(recording.ask_permission("bash", ["rm -rf build"]))
+    asked = (await _next(sub, "permission.asked")).properties
+    await runtime.permissions.reply(asked.id, "reject", "not now")  # type: ignore[attr-defined]
+    with pytest.raises(RejectedError, match="not now"):
+        await again
+    with pytest.raises(BuilderError, match="no tool call"):
+        await recording.ask_permission("bash", ["x"], call_id="call_unknown")
+
+
+async def test_questions_from_an_external_loop(runtime: Runtime, recording: Recording) -> None:
+    sub = runtime.bus.subscribe("question.asked")
+    question = {
+        "question": "Which environment?",
+        "header": "Target",
+        "options": [
+            {"label": "staging", "description": "safe"},
+            {"label": "prod", "description": "live"},
+        ],
+    }
+    ask = asyncio.create_task(recording.ask_question([question], call_id="call_1"))
+    asked = (await _next(sub, "question.asked")).properties
+    assert asked.tool.call_id == "call_1"  # type: ignore[attr-defined]
+    await runtime.questions.reply(asked.id, [["staging"]])  # type: ignore[attr-defined]
+    assert await ask == [["staging"]]
+    with pytest.raises(BadRequestError, match="questions"):
+        await recording.ask_question([{"nope": 1}])
+
+
+async def test_an_abort_while_the_message_is_being_made_ends_it(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = await new_session(runtime)
+    put_message = runtime.store.put_message
+
+    async def aborted_meanwhile(message: Any, events: Any) -> None:
+        await put_message(message, events)
+        if message.role == "assistant" and message.time.completed is None:
+            await runtime.loop.abort(session_id)  # stored, but the recording is not out yet
+
+    monkeypatch.setattr(runtime.store, "put_message", aborted_meanwhile)
+    async with runtime.record(session_id, prompt="go") as msg:
+        with pytest.raises(AbortedError):
+            await msg.add_text_delta("too late")
+    answer = (await runtime.store.list_messages(session_id))[1]
+    assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
+    assert not runtime.loop.is_busy(session_id)

@@ -77,7 +77,7 @@ async def test_a_pathological_pattern_does_not_stall_the_server(
         started = time.monotonic()
         health = await http.get("/global/health")
         assert health.status_code == 200
-        assert time.monotonic() - started < 0.1
+        assert time.monotonic() - started < 0.3  # a stalled loop would hold it for the whole search
         await asyncio.sleep(0.05)
     started = time.monotonic()
     response = await search

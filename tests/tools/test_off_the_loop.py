@@ -2,8 +2,10 @@
 converts a large page, diffs a large file, cuts a huge output or sorts many matches.
 
 Each case checks two things: the CPU-heavy call runs on a worker thread (a spy records
-the thread; exact, whatever the machine's load), and /global/health answers within
-50 ms while the work runs on an input large enough to take far longer on the loop."""
+the thread; exact, whatever the machine's load), and /global/health keeps answering
+while the work runs. The second check catches gross stalls only: a worker thread still
+takes the GIL in 5 ms turns, and a shared CI machine adds its own pauses (53 ms seen
+once), so the bound is 150 ms. The spy is what pins each call off the loop."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from partwire.server.runner import serve_in_background
 from partwire.tools import apply_patch, base, edit, grep, html_convert, webfetch, write
 from partwire.tools.base import ToolContext, ToolResult
 
-HEALTH_LIMIT_S = 0.05
+HEALTH_LIMIT_S = 0.15
 PARAGRAPHS = 12_000  # about 1.5 MB of HTML
 BIG_LINES = 60_000
 

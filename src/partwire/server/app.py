@@ -25,6 +25,7 @@ from partwire.server.routes import (
     parts,
     permission,
     session,
+    uichat,
     workspace,
 )
 
@@ -88,6 +89,7 @@ def create_app(settings: Settings) -> FastAPI:
         actions,
         ingest,
         frames,
+        uichat,
         permission,
         agent,
         config,

@@ -308,6 +308,13 @@ class SqliteStore:
 
         return await self._read(query)
 
+    async def last_event_id(self) -> str | None:
+        def query(conn: sqlite3.Connection) -> str | None:
+            last = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
+            return None if last is None else ids.logged_event_id(self.epoch, last)
+
+        return await self._read(query)
+
     def _seq_of(self, conn: sqlite3.Connection, event_id: str | None) -> int:
         """The sequence number to resume after; EventLogGap when the log cannot say what
         followed ``event_id``: pruned since, never ours (another data dir, a made-up id),

@@ -1,0 +1,531 @@
+"""The AI SDK UI message stream: partwire's events → ``ai`` 7.x UI message chunks.
+
+One *turn* — every assistant message answering the same user message (opencode makes
+one per step) — is one ``UIMessage``, whose id is the turn's first assistant message.
+
+Mapping, part by part:
+
+- the turn's first assistant message → ``start`` (with metadata: model, agent); the
+  session going idle → ``finish`` (``finishReason`` from the last step), or ``abort``
+  when the run was stopped; a failed step → ``error``;
+- step-start / step-finish → ``start-step`` / ``finish-step``, and after each step
+  ``message-metadata`` with the turn's tokens and cost so far;
+- text and reasoning → ``text-*`` / ``reasoning-*`` (ids are the part ids);
+- a tool call → ``tool-input-start`` and ``tool-input-delta`` while its arguments
+  stream, ``tool-input-available`` when it runs, then ``tool-output-available`` (its
+  output, with ``toolMetadata`` ``{title, metadata}``) or ``tool-output-error``;
+  a permission ask on a call → ``tool-approval-request`` (the approval id is the
+  permission's id) and its answer → ``tool-approval-response``; a rejected call ends
+  ``tool-output-denied``;
+- a file → ``file``;
+- partwire's own parts (agent, subtask, retry, snapshot, patch, compaction) →
+  ``data-<type>`` with the part as ``data``; and, as transient data (``onData``, not
+  kept in the message): a permission ask on no known call → ``data-permission``, a
+  question and its answer → ``data-question``, the todo list → ``data-todo``.
+
+``UIChunks`` is pure: feed it one session's events in log order. It only speaks for
+turns whose first assistant message it saw, so it may start anywhere in the log.
+``ui_messages`` gives the same ``UIMessage``s from stored messages, as the AI SDK's
+own reader builds them from the chunks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from partwire.schema.base import Tokens
+from partwire.schema.event import (
+    Event,
+    MessageInfo,
+    PartDeltaProps,
+    PartUpdatedProps,
+    PermissionRepliedProps,
+    QuestionRef,
+    QuestionRepliedProps,
+    TodoProps,
+)
+from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
+from partwire.schema.part import (
+    FilePart,
+    Part,
+    ReasoningPart,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolPart,
+)
+from partwire.schema.permission import PermissionRequest, QuestionRequest
+from partwire.schema.tool_state import (
+    ToolStateCompleted,
+    ToolStateError,
+    ToolStatePending,
+)
+
+Chunk = dict[str, Any]
+
+# the events the stream is made from (a route subscribes to these)
+UI_EVENTS = (
+    "message.updated",
+    "message.part.updated",
+    "message.part.delta",
+    "permission.asked",
+    "permission.replied",
+    "question.asked",
+    "question.replied",
+    "question.rejected",
+    "todo.updated",
+    "session.idle",
+)
+HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+FINISH_REASONS = {"stop", "length", "content-filter", "tool-calls", "error", "other"}
+
+
+def finish_reason(finish: str | None) -> str:
+    """partwire's (opencode's) finish → one of the AI SDK's finish reasons."""
+    if finish is None:
+        return "other"
+    return finish if finish in FINISH_REASONS else "other"
+
+
+def model_metadata(info: AssistantMessage) -> dict[str, Any]:
+    return {
+        "model": {"providerID": info.provider_id, "modelID": info.model_id},
+        "agent": info.agent,
+    }
+
+
+def usage_metadata(tokens: Tokens, cost: float) -> dict[str, Any]:
+    return {"tokens": tokens.wire(), "cost": cost}
+
+
+def data_chunk(part: Part) -> Chunk:
+    return {"type": f"data-{part.type}", "id": part.id, "data": part.wire()}
+
+
+def _error_text(info: AssistantMessage) -> str | None:
+    error = info.error
+    if error is None:
+        return None
+    message = getattr(error.data, "message", None)
+    return str(message) if message else error.name
+
+
+@dataclass
+class _Tool:
+    started: bool = False
+    raw: str = ""
+    available: bool = False
+    ended: bool = False
+    approval: str | None = None  # the permission asked on this call, until answered
+    denied: bool = False
+
+
+@dataclass
+class _Turn:
+    """One UIMessage in the making."""
+
+    parent_id: str
+    ui_id: str
+    messages: set[str] = field(default_factory=set)
+    step_message: str | None = None  # the assistant message of the step in progress
+    text: dict[str, str] = field(default_factory=dict)  # text/reasoning: the text sent
+    kinds: dict[str, str] = field(default_factory=dict)  # text/reasoning: which one
+    closed: set[str] = field(default_factory=set)
+    tools: dict[str, _Tool] = field(default_factory=dict)  # by call id
+    step_calls: list[str] = field(default_factory=list)
+    tokens: Tokens = field(default_factory=Tokens)
+    cost: float = 0.0
+    finish: str | None = None
+    aborted: str | None = None
+    done: bool = False
+
+
+class UIChunks:
+    """One session's events → UI message chunks."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.turn: _Turn | None = None
+        # after an event that began a new turn while one was open: the open one's parent
+        # and how many of the chunks made (its end) belong to it
+        self.ended: tuple[str, int] | None = None
+        self._calls: dict[str, str] = {}  # permission id → call id
+
+    # ---- what a route asks -------------------------------------------------------------
+
+    @property
+    def waiting(self) -> bool:
+        """The turn can go no further until its pending approvals are answered: one is
+        asked, and every call of the step in progress has ended or waits for one."""
+        turn = self.turn
+        if turn is None or turn.done:
+            return False
+        calls = [turn.tools[c] for c in turn.step_calls]
+        return any(t.approval for t in calls) and all(t.ended or t.approval for t in calls)
+
+    def pending_approvals(self) -> list[str]:
+        turn = self.turn
+        if turn is None:
+            return []
+        return [t.approval for t in turn.tools.values() if t.approval is not None]
+
+    # ---- events → chunks ---------------------------------------------------------------
+
+    def chunks(self, event: Event) -> list[Chunk]:
+        props: Any = event.properties
+        self.ended = None
+        if getattr(props, "session_id", None) != self.session_id:
+            return []
+        handler = _HANDLERS.get(event.type)
+        return handler(self, props) if handler is not None else []
+
+    def _message(self, props: MessageInfo) -> list[Chunk]:
+        info = props.info
+        if not isinstance(info, AssistantMessage):
+            return []
+        turn = self.turn
+        out: list[Chunk] = []
+        if turn is None or turn.parent_id != info.parent_id:
+            if turn is not None and not turn.done:
+                out += self._end(turn)
+                self.ended = (turn.parent_id, len(out))
+            turn = self.turn = _Turn(parent_id=info.parent_id, ui_id=info.id)
+            out.append({"type": "start", "messageId": turn.ui_id, **_meta(model_metadata(info))})
+        if info.id not in turn.messages:
+            turn.messages.add(info.id)
+            turn.step_message, turn.step_calls = info.id, []
+        if turn.done or info.time.completed is None:
+            return out
+        if info.finish is not None:
+            turn.finish = info.finish
+        text = _error_text(info)
+        if text is not None and info.error is not None:
+            if info.error.name == "MessageAbortedError":
+                turn.aborted = text
+            elif info.id not in turn.closed:
+                out.append({"type": "error", "errorText": text})
+        turn.closed.add(info.id)
+        return out
+
+    def _own(self, message_id: str) -> _Turn | None:
+        turn = self.turn
+        if turn is None or turn.done or message_id not in turn.messages:
+            return None
+        return turn
+
+    def _part(self, props: PartUpdatedProps) -> list[Chunk]:
+        part = props.part
+        turn = self._own(part.message_id)
+        if turn is None:
+            return []
+        if isinstance(part, TextPart | ReasoningPart):
+            return self._streamed(turn, part)
+        if isinstance(part, ToolPart):
+            return self._tool(turn, part)
+        if isinstance(part, StepStartPart | StepFinishPart | FilePart):
+            if part.id in turn.closed:
+                return []  # these are whole at once: a later update changes nothing shown
+            turn.closed.add(part.id)
+        if isinstance(part, StepStartPart):
+            return [{"type": "start-step"}]
+        if isinstance(part, StepFinishPart):
+            turn.tokens, turn.cost = turn.tokens.plus(part.tokens), turn.cost + part.cost
+            meta = usage_metadata(turn.tokens, turn.cost)
+            return [{"type": "finish-step"}, {"type": "message-metadata", "messageMetadata": meta}]
+        if isinstance(part, FilePart):
+            return [{"type": "file", "url": part.url, "mediaType": part.mime}]
+        return [data_chunk(part)]
+
+    def _streamed(self, turn: _Turn, part: TextPart | ReasoningPart) -> list[Chunk]:
+        kind = "text" if isinstance(part, TextPart) else "reasoning"
+        if part.id in turn.closed:
+            return []
+        out: list[Chunk] = []
+        if part.id not in turn.text:
+            turn.text[part.id] = ""
+            turn.kinds[part.id] = kind
+            out.append({"type": f"{kind}-start", "id": part.id})
+        sent = turn.text[part.id]
+        if len(part.text) > len(sent) and part.text.startswith(sent):
+            out.append({"type": f"{kind}-delta", "id": part.id, "delta": part.text[len(sent) :]})
+            turn.text[part.id] = part.text
+        if part.time is None or part.time.end is not None:
+            turn.closed.add(part.id)
+            out.append({"type": f"{kind}-end", "id": part.id})
+        return out
+
+    def _delta(self, props: PartDeltaProps) -> list[Chunk]:
+        turn = self._own(props.message_id)
+        kind = turn.kinds.get(props.part_id) if turn is not None else None
+        if turn is None or kind is None or props.field != "text" or props.part_id in turn.closed:
+            return []
+        turn.text[props.part_id] += props.delta
+        return [{"type": f"{kind}-delta", "id": props.part_id, "delta": props.delta}]
+
+    def _tool(self, turn: _Turn, part: ToolPart) -> list[Chunk]:
+        tool = turn.tools.get(part.call_id)
+        if tool is None:
+            tool = turn.tools[part.call_id] = _Tool()
+            turn.step_calls.append(part.call_id)
+        if tool.ended:
+            return []
+        call = {"toolCallId": part.call_id}
+        out: list[Chunk] = []
+        if not tool.started:
+            tool.started = True
+            out.append({"type": "tool-input-start", **call, "toolName": part.tool})
+        state = part.state
+        if isinstance(state, ToolStatePending):
+            if len(state.raw) > len(tool.raw) and state.raw.startswith(tool.raw):
+                out.append(
+                    {
+                        "type": "tool-input-delta",
+                        **call,
+                        "inputTextDelta": state.raw[len(tool.raw) :],
+                    }
+                )
+                tool.raw = state.raw
+            return out
+        if not tool.available:
+            tool.available = True
+            out.append(
+                {
+                    "type": "tool-input-available",
+                    **call,
+                    "toolName": part.tool,
+                    "input": state.input,
+                }
+            )
+        if isinstance(state, ToolStateCompleted):
+            tool.ended = True
+            details = {"title": state.title, "metadata": state.metadata}
+            out.append(
+                {
+                    "type": "tool-output-available",
+                    **call,
+                    "output": state.output,
+                    "toolMetadata": details,
+                }
+            )
+        elif isinstance(state, ToolStateError):
+            tool.ended = True
+            if tool.denied:
+                out.append({"type": "tool-output-denied", **call})
+            else:
+                out.append({"type": "tool-output-error", **call, "errorText": state.error})
+        return out
+
+    def _asked(self, request: PermissionRequest) -> list[Chunk]:
+        turn = self.turn
+        tool = None
+        if request.tool is not None and turn is not None and not turn.done:
+            tool = turn.tools.get(request.tool.call_id)
+        if turn is None or turn.done:
+            return []
+        if tool is None or tool.ended:
+            return [_transient("permission", request.id, request.wire())]
+        tool.approval = request.id
+        self._calls[request.id] = request.tool.call_id if request.tool else ""
+        return [
+            {
+                "type": "tool-approval-request",
+                "approvalId": request.id,
+                "toolCallId": self._calls[request.id],
+            }
+        ]
+
+    def _replied(self, props: PermissionRepliedProps) -> list[Chunk]:
+        call_id = self._calls.pop(props.request_id, None)
+        turn = self.turn
+        if call_id is None or turn is None or turn.done:
+            return []
+        tool = turn.tools[call_id]
+        tool.approval = None
+        tool.denied = props.reply == "reject"
+        approved = props.reply != "reject"
+        return [
+            {"type": "tool-approval-response", "approvalId": props.request_id, "approved": approved}
+        ]
+
+    def _question(self, request: QuestionRequest) -> list[Chunk]:
+        if self.turn is None or self.turn.done:
+            return []
+        return [_transient("question", request.id, request.wire())]
+
+    def _answered(self, props: QuestionRepliedProps | QuestionRef) -> list[Chunk]:
+        if self.turn is None or self.turn.done:
+            return []
+        answers = props.answers if isinstance(props, QuestionRepliedProps) else None
+        data = {"id": props.request_id, "answers": answers, "rejected": answers is None}
+        return [_transient("question", props.request_id, data)]
+
+    def _todos(self, props: TodoProps) -> list[Chunk]:
+        if self.turn is None or self.turn.done:
+            return []
+        return [_transient("todo", "todo", [t.wire() for t in props.todos])]
+
+    def _idle(self, props: object) -> list[Chunk]:
+        turn = self.turn
+        return self._end(turn) if turn is not None and not turn.done else []
+
+    def _end(self, turn: _Turn) -> list[Chunk]:
+        """The turn's last chunks: open text and reasoning end, then finish or abort."""
+        turn.done = True
+        out: list[Chunk] = [
+            {"type": f"{turn.kinds[p]}-end", "id": p} for p in turn.text if p not in turn.closed
+        ]
+        if turn.aborted is not None:
+            return [*out, {"type": "abort", "reason": turn.aborted}]
+        return [*out, {"type": "finish", "finishReason": finish_reason(turn.finish)}]
+
+
+def _transient(name: str, key: str, data: Any) -> Chunk:
+    """State that is not part of the message (asks, the todo list): ``onData`` only."""
+    return {"type": f"data-{name}", "id": key, "data": data, "transient": True}
+
+
+def _meta(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"messageMetadata": metadata}
+
+
+_HANDLERS: dict[str, Any] = {
+    "message.updated": UIChunks._message,
+    "message.part.updated": UIChunks._part,
+    "message.part.delta": UIChunks._delta,
+    "permission.asked": UIChunks._asked,
+    "permission.replied": UIChunks._replied,
+    "question.asked": UIChunks._question,
+    "question.replied": UIChunks._answered,
+    "question.rejected": UIChunks._answered,
+    "todo.updated": UIChunks._todos,
+    "session.idle": UIChunks._idle,
+}
+
+
+# ---- stored messages → UIMessages ---------------------------------------------------------
+
+
+@dataclass
+class Approval:
+    """A permission asked on a tool call, and its answer if there is one."""
+
+    id: str
+    approved: bool | None = None
+
+
+def approvals_of(events: list[Event]) -> dict[str, Approval]:
+    """The tool approvals of a session's permission events, by call id."""
+    asked: dict[str, Approval] = {}
+    by_call: dict[str, Approval] = {}
+    for event in events:
+        props: Any = event.properties
+        if isinstance(props, PermissionRequest) and props.tool is not None:
+            asked[props.id] = by_call[props.tool.call_id] = Approval(props.id)
+        elif isinstance(props, PermissionRepliedProps) and props.request_id in asked:
+            asked[props.request_id].approved = props.reply != "reject"
+    return by_call
+
+
+def user_ui_message(message: MessageWithParts) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart) and not part.synthetic:
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, FilePart):
+            parts.append({"type": "file", "mediaType": part.mime, "url": part.url})
+    return {"id": message.info.id, "role": "user", "parts": parts}
+
+
+def _tool_ui_part(part: ToolPart, approval: Approval | None) -> dict[str, Any]:
+    state = part.state
+    ui: dict[str, Any] = {"type": f"tool-{part.tool}", "toolCallId": part.call_id}
+    if isinstance(state, ToolStatePending):
+        ui["state"] = "input-streaming"
+        if state.raw:
+            ui["input"], ui["rawInput"] = state.input, state.raw
+        return ui
+    ui["input"] = state.input
+    if isinstance(state, ToolStateCompleted):
+        ui["state"], ui["output"] = "output-available", state.output
+        ui["toolMetadata"] = {"title": state.title, "metadata": state.metadata}
+    elif isinstance(state, ToolStateError):
+        denied = approval is not None and approval.approved is False
+        ui["state"] = "output-denied" if denied else "output-error"
+        if not denied:
+            ui["errorText"] = state.error
+    else:
+        ui["state"] = "input-available"
+        if approval is not None:
+            ui["state"] = (
+                "approval-requested" if approval.approved is None else "approval-responded"
+            )
+    if approval is not None:
+        ui["approval"] = {"id": approval.id}
+        if approval.approved is not None:
+            ui["approval"]["approved"] = approval.approved
+    return ui
+
+
+def _assistant_parts(
+    message: MessageWithParts, approvals: dict[str, Approval]
+) -> tuple[list[dict[str, Any]], Tokens, float]:
+    parts: list[dict[str, Any]] = []
+    tokens, cost = Tokens(), 0.0
+    for part in message.parts:
+        if isinstance(part, TextPart | ReasoningPart):
+            ended = part.time is None or part.time.end is not None
+            ui = {"type": part.type, "text": part.text, "state": "done" if ended else "streaming"}
+            if isinstance(part, ReasoningPart):
+                ui = {
+                    "type": "reasoning",
+                    "id": part.id,
+                    **{k: v for k, v in ui.items() if k != "type"},
+                }
+            parts.append(ui)
+        elif isinstance(part, ToolPart):
+            parts.append(_tool_ui_part(part, approvals.get(part.call_id)))
+        elif isinstance(part, StepStartPart):
+            parts.append({"type": "step-start"})
+        elif isinstance(part, StepFinishPart):
+            tokens, cost = tokens.plus(part.tokens), cost + part.cost
+        elif isinstance(part, FilePart):
+            parts.append({"type": "file", "mediaType": part.mime, "url": part.url})
+        else:
+            parts.append(data_chunk(part))
+    return parts, tokens, cost
+
+
+def ui_messages(
+    messages: list[MessageWithParts], approvals: dict[str, Approval] | None = None
+) -> list[dict[str, Any]]:
+    """Stored messages as UIMessages: one per user message, one per turn of assistant
+    messages. ``approvals`` (by call id) come from the permission events in the log."""
+    approvals = approvals or {}
+    out: list[dict[str, Any]] = []
+    turn: dict[str, Any] | None = None
+    parent: str | None = None
+    tokens, cost = Tokens(), 0.0
+    for message in messages:
+        info = message.info
+        if isinstance(info, UserMessage):
+            out.append(user_ui_message(message))
+            turn = None
+            continue
+        assert isinstance(info, AssistantMessage)
+        if turn is None or parent != info.parent_id:
+            tokens, cost = Tokens(), 0.0
+            turn = {
+                "id": info.id,
+                "role": "assistant",
+                "metadata": model_metadata(info),
+                "parts": [],
+            }
+            parent = info.parent_id
+            out.append(turn)
+        parts, step_tokens, step_cost = _assistant_parts(message, approvals)
+        turn["parts"] += parts
+        if any(isinstance(p, StepFinishPart) for p in message.parts):
+            tokens, cost = tokens.plus(step_tokens), cost + step_cost
+            turn["metadata"] = {**turn["metadata"], **usage_metadata(tokens, cost)}
+    return out

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help serve test system sdk ui js lint typecheck pytest reliability bench wheel clean
+.PHONY: help serve test system sdk clients ui js lint typecheck pytest reliability bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)
 	$(BIN)/partwire serve $(if $(PORT),--port $(PORT))
 
-test: $(STAMP) system sdk ui js lint typecheck pytest ## System packages, SDK, web UI build + tsc, the JS client's build and tests, format check, lint, mypy --strict, pytest
+test: $(STAMP) system sdk clients ui js lint typecheck pytest ## System packages, SDK, protocol clients, web UI build + tsc, the JS client's build and tests, format check, lint, mypy --strict, pytest
 
 # The web UI: npm dependencies and a Vite build into the package (served at /, shipped in the wheel).
 UI_OUT := src/partwire/server/static/index.html
@@ -44,6 +44,16 @@ $(SDK_STAMP): tests/sdk/package-lock.json
 	else echo "npm not found: the opencode SDK test is skipped"; fi
 
 sdk: $(SDK_STAMP) ## Install the official opencode JS SDK for its conformance test (npm)
+
+CLIENTS_STAMP := tests/protocol/node/node_modules/.installed
+
+$(CLIENTS_STAMP): tests/protocol/node/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/protocol/node && npm ci --no-audit --no-fund --loglevel=error \
+	    && touch node_modules/.installed; \
+	else echo "npm not found: the protocol client tests are skipped"; fi
+
+clients: $(CLIENTS_STAMP) ## Install the protocols' own npm clients the tests run (ai, @ai-sdk/react, @ag-ui/client, the ACP SDK)
 
 JS_STAMP := clients/js/dist/.built
 JS_SOURCES := $(wildcard clients/js/src/*.ts clients/js/test/*.ts clients/js/scripts/*.ts) \
@@ -103,4 +113,5 @@ wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 
 clean: ## Remove the venv and build output
 	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache tests/sdk/node_modules \
+	  tests/protocol/node/node_modules \
 	  web/node_modules src/partwire/server/static

@@ -234,6 +234,7 @@ async def test_the_messages_route_leaves_out_the_turn_in_progress(paced: str) ->
         ({"trigger": "regenerate-message"}, "regenerate"),
         ({"model": "no-slash"}, "provider/model"),
         ({"surprise": 1}, "surprise"),
+        ({"messages": [{"id": "u", "role": "user", "parts": []}]}, "no prompt"),
         (
             {"messages": [{"id": "u", "role": "user", "parts": [{"type": "data-x", "data": 1}]}]},
             "data-x",
@@ -258,11 +259,13 @@ async def test_bad_chat_requests_get_a_400_naming_the_problem(
         assert (await http.get("/session")).json() == []  # nothing was stored
 
 
-async def test_unknown_chats_are_404(server: str) -> None:
+async def test_unknown_chats_are_404_or_have_nothing_streaming(server: str) -> None:
     async with httpx.AsyncClient(base_url=server) as http:
-        assert (await http.get("/ui/chat/nope/stream")).status_code == 404
         assert (await http.get("/ui/chat/nope/messages")).status_code == 404
+        # nothing streams in a chat that does not exist: useChat's resume gets a 204
+        assert (await http.get("/ui/chat/nope/stream")).status_code == 204
         cursor = {"Last-Event-ID": "evt_nothing:0"}
+        assert (await http.get("/ui/chat/nope/stream", headers=cursor)).status_code == 404
         await http.post("/ui/chat", json=chat_body("known", "hello"))
         response = await http.get("/ui/chat/known/stream", headers=cursor)
         assert response.status_code == 400 and "cannot resume" in response.text

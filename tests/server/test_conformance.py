@@ -73,6 +73,9 @@ PARTWIRE_ONLY = {
     ("post", "/session/import"),  # tests/server/test_import.py
     ("post", "/session/{sessionID}/ingest"),  # tests/server/test_ingest.py
     ("get", "/session/{sessionID}/stream"),  # tests/server/test_frames.py
+    ("post", "/ui/chat"),  # tests/protocol/test_aisdk.py
+    ("get", "/ui/chat/{chatID}/stream"),  # tests/protocol/test_aisdk.py
+    ("get", "/ui/chat/{chatID}/messages"),  # tests/protocol/test_aisdk.py
 }
 
 _NAMES = {"{s}": "{sessionID}", "{c}": "{sessionID}", "{m}": "{messageID}", "{p}": "{partID}"}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from partwire import ids
 from partwire.bus import Subscription
@@ -288,12 +288,16 @@ async def _prompt(
 ) -> Response:
     from partwire.protocol.aisdk import UI_EVENTS
 
-    prompt = PromptInput(
-        message_id=ids.message_id(),
-        agent=body.agent,
-        model=model_ref(body.model),
-        parts=prompt_parts(last),
-    )
+    try:
+        prompt = PromptInput(
+            message_id=ids.message_id(),
+            agent=body.agent,
+            model=model_ref(body.model),
+            parts=prompt_parts(last),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(str(error["msg"]) for error in exc.errors()[:3])
+        raise BadRequestError(f"the last user message is no prompt: {problems}") from None
     session, project = await chat_session(request, body.id)
     subscription = runtime.bus.subscribe(*UI_EVENTS)
     try:
@@ -378,11 +382,11 @@ async def resume(request: Request, chatID: str) -> Response:
 
     runtime = runtime_of(request)
     session = await find_chat(runtime, chatID)
+    cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
+    if cursor is None and (session is None or runtime.status.get(session.id).type == "idle"):
+        return Response(status_code=204)  # what useChat expects when nothing streams
     if session is None:
         raise NotFoundError("Chat", chatID)
-    cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
-    if cursor is None and runtime.status.get(session.id).type == "idle":
-        return Response(status_code=204)
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)
     subscription = runtime.bus.subscribe(*UI_EVENTS)

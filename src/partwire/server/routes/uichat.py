@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationError
 
 from partwire import ids
 from partwire.bus import Subscription
 from partwire.errors import BadRequestError, NotFoundError
+from partwire.protocol.aisdk import HEADERS, UI_EVENTS, Chunk, UIChunks, approvals_of, ui_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import WireModel
 from partwire.schema.event import Event
@@ -39,17 +39,24 @@ from partwire.schema.input import (
     TextPartInput,
 )
 from partwire.schema.part import ModelRef
+from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
-from partwire.server.routes.frames import parse_cursor
 from partwire.server.routes.scope import requested_project, runtime_of
-
-if TYPE_CHECKING:  # loaded with the first chat, not at start-up
-    from partwire.protocol.aisdk import Chunk, UIChunks
+from partwire.server.turnstream import (
+    Item,
+    TurnStream,
+    after_last_wait,
+    from_cursor,
+    history,
+    latest_turn_start,
+    respond,
+    resume_at,
+    session_for,
+)
 
 router = APIRouter(prefix="/ui/chat", tags=["ui"])
 
 CHAT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
-WAITING = {"type": "finish", "finishReason": "tool-calls"}
 
 
 class UIMessageInput(WireModel):
@@ -117,20 +124,9 @@ def model_ref(model: str | None) -> ModelRef | None:
     return ModelRef(provider_id=provider, model_id=name)
 
 
-async def find_chat(runtime: Runtime, chat_id: str) -> Session | None:
-    try:
-        return await runtime.store.get_session(chat_id)
-    except NotFoundError:
-        pass
-    for session in await runtime.store.list_sessions():
-        if (session.metadata or {}).get("chatID") == chat_id:
-            return session
-    return None
-
-
 async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project]:
     runtime = runtime_of(request)
-    session = await find_chat(runtime, chat_id)
+    session = await session_for(runtime, chat_id)
     if session is not None:
         return session, runtime.project_of(session)
     project = requested_project(request)
@@ -138,129 +134,44 @@ async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project
     return created, project
 
 
-# ---- the stream -------------------------------------------------------------------------------
+# ---- the view ----------------------------------------------------------------------------------
 
 
-def sse(chunks: list[Chunk], event_id: str | None, *, first: int = 0) -> str:
-    out = []
-    for n, chunk in enumerate(chunks):
-        if n >= first:
-            head = f"id: {event_id}:{n}\n" if event_id is not None else ""
-            out.append(f"{head}data: {json.dumps(chunk, separators=(',', ':'))}\n\n")
-    return "".join(out)
+class UIStreamView:
+    """The AI SDK's view: the chunks as they are."""
+
+    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[Item]:
+        return chunks
+
+    def encode(self, item: Item) -> str:
+        return f"data: {json.dumps(item, separators=(',', ':'))}\n\n"
+
+    def beginning(self, source: UIChunks) -> list[Item]:
+        turn = source.turn
+        if turn is None or turn.done:
+            return []
+        return [{"type": "start", "messageId": turn.ui_id}]  # a response that goes on
+
+    def waiting(self, source: UIChunks) -> list[Item]:
+        return [{"type": "finish", "finishReason": "tool-calls"}]
+
+    def closing(self) -> str:
+        return "data: [DONE]\n\n"
 
 
-class Turn:
-    """Where one response begins in the session's history and which turn it follows."""
-
-    def __init__(self, session_id: str) -> None:
-        from partwire.protocol.aisdk import UIChunks
-
-        self.chunks: UIChunks = UIChunks(session_id)
-        self.follow: str | None = None  # the user message the turn answers
-        self.done = False
-
-    def emit(self, event: Event, *, first: int = 0) -> str:
-        made = self.chunks.chunks(event)
-        if not made:
-            return ""
-        own = 0  # the first chunk of the turn in progress (before it: the one that ended)
-        if (ended := self.chunks.ended) is not None:
-            parent, own = ended
-            if parent == self.follow:
-                self.done = True
-                return sse(made[:own], event.id, first=first)
-        turn = self.chunks.turn
-        if self.follow is None and turn is not None and made[own]["type"] == "start":
-            self.follow = turn.parent_id
-        if turn is None or turn.parent_id != self.follow:
-            return ""
-        if turn.done:
-            self.done = True
-        return sse(made, event.id, first=max(first, own))
-
-    def stop_if_waiting(self) -> str:
-        if not self.done and self.follow is not None and self.chunks.waiting:
-            self.done = True
-            return sse([WAITING], None)
-        return ""
+def _stream(session_id: str) -> TurnStream:
+    return TurnStream(session_id, UIStreamView())
 
 
-async def history(
-    runtime: Runtime, session_id: str, through: str | None, types: tuple[str, ...] = ()
-) -> list[Event]:
-    from partwire.protocol.aisdk import UI_EVENTS
-
-    if through is None:
-        return []
-    return await runtime.store.session_history(session_id, through, list(types or UI_EVENTS))
-
-
-async def live(
-    runtime: Runtime, subscription: Subscription, turn: Turn, sent: str | None
-) -> AsyncIterator[str]:
-    heartbeat = runtime.settings.heartbeat_s
-    while not turn.done:
-        try:
-            async with asyncio.timeout(heartbeat):
-                first = await subscription.get()
-        except TimeoutError:
-            yield ": heartbeat\n\n"
-            continue
-        if first is None:
-            return  # closed: the client reconnects with its Last-Event-ID
-        text = []
-        for event in [first, *subscription.drain()]:
-            if sent is not None and event.id <= sent:
-                continue
-            sent = event.id
-            text.append(turn.emit(event))
-            text.append(turn.stop_if_waiting())
-            if turn.done:
-                break
-        if chunk := "".join(text):
-            yield chunk
-
-
-async def respond(
+def _respond(
     runtime: Runtime,
     subscription: Subscription,
-    turn: Turn,
+    stream: TurnStream,
     opening: str,
     sent: str | None,
     client: str,
-) -> AsyncIterator[str]:
-    try:
-        if opening:
-            yield opening
-        if not turn.done:
-            if stop := turn.stop_if_waiting():
-                yield stop
-            else:
-                async for text in live(runtime, subscription, turn, sent):
-                    yield text
-        yield "data: [DONE]\n\n"
-    finally:
-        subscription.close()
-        runtime.quotas.close_stream(client)
-
-
-def streaming(
-    runtime: Runtime,
-    subscription: Subscription,
-    turn: Turn,
-    opening: str,
-    sent: str | None,
-    client: str,
-) -> StreamingResponse:
-    from partwire.protocol.aisdk import HEADERS
-
-    runtime.quotas.open_stream(client)
-    return StreamingResponse(
-        respond(runtime, subscription, turn, opening, sent, client),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **HEADERS},
-    )
+) -> Response:
+    return respond(runtime, subscription, stream, opening, sent, client, HEADERS)
 
 
 # ---- routes -----------------------------------------------------------------------------------
@@ -279,15 +190,13 @@ async def chat(request: Request, body: UIChatRequest) -> Response:
     if last.role == "user":
         return await _prompt(request, runtime, body, last, client)
     if last.role == "assistant":
-        return await _answer(request, runtime, body, last, client)
+        return await _answer(runtime, body, last, client)
     raise BadRequestError("the last message must be the user's prompt or approval answers")
 
 
 async def _prompt(
     request: Request, runtime: Runtime, body: UIChatRequest, last: UIMessageInput, client: str
 ) -> Response:
-    from partwire.protocol.aisdk import UI_EVENTS
-
     try:
         prompt = PromptInput(
             message_id=ids.message_id(),
@@ -306,82 +215,56 @@ async def _prompt(
         subscription.close()
         raise
     future.add_done_callback(_retrieve)
-    turn = Turn(session.id)
-    turn.follow = prompt.message_id
-    return streaming(runtime, subscription, turn, "", None, client)
+    stream = _stream(session.id)
+    stream.follow = prompt.message_id
+    return _respond(runtime, subscription, stream, "", None, client)
 
 
 async def _answer(
-    request: Request, runtime: Runtime, body: UIChatRequest, last: UIMessageInput, client: str
+    runtime: Runtime, body: UIChatRequest, last: UIMessageInput, client: str
 ) -> Response:
-    from partwire.protocol.aisdk import UI_EVENTS
-
     answers = approval_answers(last)
     if not answers:
         raise BadRequestError(
             "the last message is the assistant's and answers no tool approval",
             field="messages",
         )
-    session = await find_chat(runtime, body.id)
+    session = await session_for(runtime, body.id)
     if session is None:
         raise NotFoundError("Chat", body.id)
     subscription = runtime.bus.subscribe(*UI_EVENTS)
     try:
-        # approvals first: a rejection settles every other ask of the session too
-        for approval_id, approved, reason in sorted(answers, key=lambda a: not a[1]):
-            pending = {p.id for p in runtime.permissions.pending() if p.session_id == session.id}
-            if approval_id not in pending:  # answered elsewhere already: the stream shows how
-                continue
-            if approved:
-                await runtime.permissions.reply(approval_id, "once")
-            else:
-                await runtime.permissions.reply(approval_id, "reject", reason)
+        replies: list[tuple[str, PermissionReply, str | None]] = [
+            (a, "once", None) if ok else (a, "reject", why) for a, ok, why in answers
+        ]
+        await answer_permissions(runtime, session.id, replies)
         head = await runtime.store.last_event_id()
         events = await history(runtime, session.id, head)
-        start = _after_last_wait(Turn(session.id), events, {a for a, _, _ in answers})
-        turn, opening = _continue(session.id, events, start)
+        start = after_last_wait(session.id, events, {a for a, _, _ in answers})
+        stream = _stream(session.id)
+        opening = resume_at(stream, events, start)
     except BaseException:
         subscription.close()
         raise
-    return streaming(runtime, subscription, turn, opening, head, client)
+    return _respond(runtime, subscription, stream, opening, head, client)
 
 
-def _after_last_wait(turn: Turn, events: list[Event], approvals: set[str]) -> int:
-    """The index just past the event where the stream that asked for ``approvals``
-    stopped: the first point after the last of those asks at which the turn waited."""
-    asked_at = -1
-    for n, event in enumerate(events):
-        if event.type == "permission.asked" and getattr(event.properties, "id", None) in approvals:
-            asked_at = n
-    if asked_at < 0:
-        raise BadRequestError("none of the answered approvals was asked in this chat")
-    for n, event in enumerate(events):
-        turn.chunks.chunks(event)
-        if n >= asked_at and turn.chunks.waiting:
-            return n + 1
-    return len(events)
-
-
-def _continue(session_id: str, events: list[Event], start: int) -> tuple[Turn, str]:
-    turn = Turn(session_id)
-    for event in events[:start]:
-        turn.chunks.chunks(event)
-    current = turn.chunks.turn
-    turn.follow = current.parent_id if current is not None else None
-    opening = ""
-    if current is not None:
-        meta = {"type": "start", "messageId": current.ui_id}
-        opening = sse([meta], None)
-    opening += "".join(turn.emit(event) for event in events[start:])
-    return turn, opening
+async def answer_permissions(
+    runtime: Runtime, session_id: str, replies: list[tuple[str, PermissionReply, str | None]]
+) -> None:
+    """Reply to the session's asks that are still pending (one answered elsewhere already
+    is left: the stream shows how it went). Approvals go first: a rejection settles
+    every other ask of the session too."""
+    for request_id, reply, message in sorted(replies, key=lambda r: r[1] == "reject"):
+        pending = {p.id for p in runtime.permissions.pending() if p.session_id == session_id}
+        if request_id in pending:
+            await runtime.permissions.reply(request_id, reply, message)
 
 
 @router.get("/{chatID}/stream", summary="AI SDK chat: resume the turn in progress")
 async def resume(request: Request, chatID: str) -> Response:
-    from partwire.protocol.aisdk import UI_EVENTS
-
     runtime = runtime_of(request)
-    session = await find_chat(runtime, chatID)
+    session = await session_for(runtime, chatID)
     cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     if cursor is None and (session is None or runtime.status.get(session.id).type == "idle"):
         return Response(status_code=204)  # what useChat expects when nothing streams
@@ -393,60 +276,35 @@ async def resume(request: Request, chatID: str) -> Response:
     try:
         head = await runtime.store.last_event_id()
         events = await history(runtime, session.id, head)
-        turn = Turn(session.id)
+        stream = _stream(session.id)
         if cursor is not None:
-            opening = _from_cursor(turn, events, parse_cursor(cursor))
+            opening = from_cursor(stream, events, cursor)
         else:
-            opening = _from_turn_start(turn, events)
+            opening = _from_turn_start(stream, events)
     except BaseException:
         subscription.close()
         raise
-    return streaming(runtime, subscription, turn, opening, head, client)
+    return _respond(runtime, subscription, stream, opening, head, client)
 
 
-def _from_cursor(turn: Turn, events: list[Event], cursor: tuple[str, int | None]) -> str:
-    event_id, seen = cursor
-    at = next((n for n, e in enumerate(events) if e.id == event_id), None)
-    if at is None:
-        raise BadRequestError(f"cannot resume from {event_id}: not an event of this chat")
-    for event in events[:at]:
-        turn.chunks.chunks(event)
-    current = turn.chunks.turn
-    turn.follow = current.parent_id if current is not None else None
-    if current is not None and current.done:
-        turn.done = True
-        return ""
-    text = turn.emit(events[at], first=(seen + 1) if seen is not None else 1 << 30)
-    return text + "".join(turn.emit(e) for e in events[at + 1 :] if not turn.done)
-
-
-def _from_turn_start(turn: Turn, events: list[Event]) -> str:
-    """The latest turn from its first chunk (or nothing, when it ended already)."""
-    start = 0
-    probe = Turn(turn.chunks.session_id)
-    for n, event in enumerate(events):
-        made = probe.chunks.chunks(event)
-        if made and made[0]["type"] == "start":
-            start = n
-    latest = probe.chunks.turn
-    if latest is None or latest.done:
+def _from_turn_start(stream: TurnStream, events: list[Event]) -> str:
+    """The latest turn from its first chunk; when it has ended, the next one to begin."""
+    start = latest_turn_start(stream.source.session_id, events)
+    if start is None:
         for event in events:
-            turn.chunks.chunks(event)
-        turn.follow = None  # the next turn, when it begins
+            stream.feed(event)
         return ""
     for event in events[:start]:
-        turn.chunks.chunks(event)
-    return "".join(turn.emit(event) for event in events[start:])
+        stream.feed(event)
+    return "".join(stream.emit(event) for event in events[start:])
 
 
 @router.get("/{chatID}/messages", summary="AI SDK chat: the chat's UIMessages")
 async def messages(request: Request, chatID: str) -> Response:
     """The settled UIMessages: a turn still in progress is left out, for the reconnect
     route replays it whole."""
-    from partwire.protocol.aisdk import approvals_of, ui_messages
-
     runtime = runtime_of(request)
-    session = await find_chat(runtime, chatID)
+    session = await session_for(runtime, chatID)
     if session is None:
         raise NotFoundError("Chat", chatID)
     stored = await runtime.store.list_messages(session.id)

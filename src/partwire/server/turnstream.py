@@ -1,0 +1,261 @@
+"""One turn of a session as a resumable SSE response, in whichever protocol a view speaks.
+
+The AI SDK's chat routes and AG-UI's run route share this: a response follows one turn
+(``UIChunks`` decides what a turn is and when it waits for approvals), a ``View`` turns
+its chunks into the protocol's items, and every item made from a logged event has the id
+``<event id>:<n>``, so ``Last-Event-ID`` resumes after exactly that item. Where the
+response begins is the route's choice: a new prompt (live only), the point where an
+earlier response stopped to wait for approvals, the start of the turn in progress, or a
+cursor; everything before that point in the session's history is fed to the view
+silently, so its state there is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from fastapi.responses import StreamingResponse
+
+from partwire.bus import Subscription
+from partwire.errors import BadRequestError, NotFoundError
+from partwire.protocol.aisdk import UI_EVENTS, Chunk, UIChunks
+from partwire.runtime import Runtime
+from partwire.schema.event import Event
+from partwire.schema.session import Session
+
+Item = dict[str, Any]
+
+
+class View(Protocol):
+    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[Item]:
+        """The protocol's items for chunks just made (``source`` is the state after)."""
+        ...
+
+    def encode(self, item: Item) -> str:
+        """One item as an SSE message's ``data:`` line(s) and blank line."""
+        ...
+
+    def beginning(self, source: UIChunks) -> list[Item]:
+        """What every response opens with, given the state where it begins."""
+        ...
+
+    def waiting(self, source: UIChunks) -> list[Item]:
+        """What ends a response whose turn now waits for approvals."""
+        ...
+
+    def closing(self) -> str:
+        """What ends every response (after its last item)."""
+        ...
+
+
+async def session_for(runtime: Runtime, external_id: str) -> Session | None:
+    """The session an AI SDK chat id or AG-UI thread id names: a session id, or an id
+    kept in a session's metadata as ``chatID``."""
+    try:
+        return await runtime.store.get_session(external_id)
+    except NotFoundError:
+        pass
+    for session in await runtime.store.list_sessions():
+        if (session.metadata or {}).get("chatID") == external_id:
+            return session
+    return None
+
+
+class TurnStream:
+    """Which turn one response follows, and its items so far."""
+
+    def __init__(self, session_id: str, view: View) -> None:
+        self.source = UIChunks(session_id)
+        self.view = view
+        self.follow: str | None = None  # the user message the turn answers
+        self.done = False
+
+    def feed(self, event: Event) -> None:
+        """Take in an event before the response begins (its items are not sent)."""
+        self.view.translate(self.source.chunks(event), self.source)
+
+    def emit(self, event: Event, *, first: int = 0) -> str:
+        """The SSE text of what ``event`` adds to the followed turn, from item ``first``."""
+        made = self.source.chunks(event)
+        if not made:
+            return ""
+        own = 0  # the first chunk of the turn in progress (before it: the one that ended)
+        if (ended := self.source.ended) is not None:
+            parent, own = ended
+            closing = self.view.translate(made[:own], self.source)
+            if parent == self.follow:
+                self.done = True
+                self.view.translate(made[own:], self.source)  # the view keeps count
+                return self._sse(closing, event.id, first)
+        items = self.view.translate(made[own:], self.source)
+        turn = self.source.turn
+        if self.follow is None and turn is not None and made[own]["type"] == "start":
+            self.follow = turn.parent_id
+        if turn is None or turn.parent_id != self.follow:
+            return ""
+        if turn.done:
+            self.done = True
+        return self._sse(items, event.id, first)
+
+    def _sse(self, items: list[Item], event_id: str | None, first: int = 0) -> str:
+        out = []
+        for n, item in enumerate(items):
+            if n >= first:
+                head = f"id: {event_id}:{n}\n" if event_id is not None else ""
+                out.append(head + self.view.encode(item))
+        return "".join(out)
+
+    def plain(self, items: list[Item]) -> str:
+        return self._sse(items, None)
+
+    def stop_if_waiting(self) -> str:
+        if not self.done and self.follow is not None and self.source.waiting:
+            self.done = True
+            return self.plain(self.view.waiting(self.source))
+        return ""
+
+
+# ---- reading the history ---------------------------------------------------------------------
+
+
+async def history(
+    runtime: Runtime, session_id: str, through: str | None, types: tuple[str, ...] = UI_EVENTS
+) -> list[Event]:
+    if through is None:
+        return []
+    return await runtime.store.session_history(session_id, through, list(types))
+
+
+def parse_cursor(cursor: str) -> tuple[str, int | None]:
+    """``evt_…:n`` → (event id, n); a bare event id means all of its items were seen."""
+    event_id, _, index = cursor.partition(":")
+    return event_id, int(index) if index.isdigit() else None
+
+
+def from_cursor(stream: TurnStream, events: list[Event], cursor: str) -> str:
+    """What followed ``cursor``, to the end of the turn that was in progress there."""
+    event_id, seen = parse_cursor(cursor)
+    at = next((n for n, e in enumerate(events) if e.id == event_id), None)
+    if at is None:
+        raise BadRequestError(f"cannot resume from {cursor}: not an event of this session")
+    for event in events[:at]:
+        stream.feed(event)
+    current = stream.source.turn
+    stream.follow = current.parent_id if current is not None else None
+    if current is not None and current.done:
+        stream.done = True
+        return ""
+    text = stream.emit(events[at], first=(seen + 1) if seen is not None else 1 << 30)
+    return text + "".join(stream.emit(e) for e in events[at + 1 :] if not stream.done)
+
+
+def after_last_wait(session_id: str, events: list[Event], asks: set[str]) -> int:
+    """The index just past the event where the response that asked ``asks`` stopped: the
+    first point after the last of those asks at which the turn waited."""
+    asked_at = -1
+    for n, event in enumerate(events):
+        if event.type == "permission.asked" and getattr(event.properties, "id", None) in asks:
+            asked_at = n
+    if asked_at < 0:
+        raise BadRequestError("none of the answered asks was made in this session")
+    probe = UIChunks(session_id)
+    for n, event in enumerate(events):
+        probe.chunks(event)
+        if n >= asked_at and probe.waiting:
+            return n + 1
+    return len(events)
+
+
+def resume_at(stream: TurnStream, events: list[Event], start: int) -> str:
+    """The turn in progress at ``start``, from there on: the view's beginning, then the
+    history's items after ``start``."""
+    for event in events[:start]:
+        stream.feed(event)
+    current = stream.source.turn
+    stream.follow = current.parent_id if current is not None else None
+    opening = stream.plain(stream.view.beginning(stream.source))
+    return opening + "".join(stream.emit(e) for e in events[start:] if not stream.done)
+
+
+def latest_turn_start(session_id: str, events: list[Event]) -> int | None:
+    """The index where the latest turn began, or None when it has ended (or none began)."""
+    probe = UIChunks(session_id)
+    start = None
+    for n, event in enumerate(events):
+        made = probe.chunks(event)
+        if any(chunk["type"] == "start" for chunk in made):
+            start = n
+    latest = probe.turn
+    return None if latest is None or latest.done else start
+
+
+# ---- the response -----------------------------------------------------------------------------
+
+
+async def _live(
+    runtime: Runtime, subscription: Subscription, stream: TurnStream, sent: str | None
+) -> AsyncIterator[str]:
+    heartbeat = runtime.settings.heartbeat_s
+    while not stream.done:
+        try:
+            async with asyncio.timeout(heartbeat):
+                first = await subscription.get()
+        except TimeoutError:
+            yield ": heartbeat\n\n"
+            continue
+        if first is None:
+            return  # closed: the client reconnects with its Last-Event-ID
+        text = []
+        for event in [first, *subscription.drain()]:
+            if sent is not None and event.id <= sent:
+                continue
+            sent = event.id
+            text.append(stream.emit(event))
+            text.append(stream.stop_if_waiting())
+            if stream.done:
+                break
+        if out := "".join(text):
+            yield out
+
+
+async def _respond(
+    runtime: Runtime,
+    subscription: Subscription,
+    stream: TurnStream,
+    opening: str,
+    sent: str | None,
+    client: str,
+) -> AsyncIterator[str]:
+    try:
+        if opening:
+            yield opening
+        if not stream.done:
+            if stop := stream.stop_if_waiting():
+                yield stop
+            else:
+                async for text in _live(runtime, subscription, stream, sent):
+                    yield text
+        yield stream.view.closing()
+    finally:
+        subscription.close()
+        runtime.quotas.close_stream(client)
+
+
+def respond(
+    runtime: Runtime,
+    subscription: Subscription,
+    stream: TurnStream,
+    opening: str,
+    sent: str | None,
+    client: str,
+    headers: dict[str, str],
+) -> StreamingResponse:
+    """Send ``opening``, then the live events after ``sent`` until the turn ends or waits."""
+    runtime.quotas.open_stream(client)
+    return StreamingResponse(
+        _respond(runtime, subscription, stream, opening, sent, client),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+    )

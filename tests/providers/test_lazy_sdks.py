@@ -46,13 +46,14 @@ def test_sdks_load_after_the_start_not_during_it(project: Path, tmp_path: Path) 
 LOADED_ON_USE = (
     "socketio", "engineio", "aiohttp", "partwire.session.builder", "partwire.session.recorder",
     "partwire.schema.frames", "partwire.schema.ingest", "partwire.protocol.blocks",
-    "partwire.protocol.partframes",
+    "partwire.protocol.partframes", "ag_ui", "partwire.protocol.agui", "acp",
 )  # fmt: skip
 
 
 def test_what_only_some_requests_need_loads_on_first_use(project: Path, tmp_path: Path) -> None:
-    """Socket.IO, the external-loop recorder and the frame and block adapters stay out of
-    the start: they load with the first request that needs them."""
+    """Socket.IO, the external-loop recorder, the frame and block adapters, AG-UI's
+    models and ACP stay out of the start: they load with the first request that needs
+    them."""
     script = (
         "import sys\nfrom pathlib import Path\nfrom partwire.config import load_settings\n"
         "from partwire.server.app import create_app\n"

@@ -76,6 +76,7 @@ PARTWIRE_ONLY = {
     ("post", "/ui/chat"),  # tests/protocol/test_aisdk.py
     ("get", "/ui/chat/{chatID}/stream"),  # tests/protocol/test_aisdk.py
     ("get", "/ui/chat/{chatID}/messages"),  # tests/protocol/test_aisdk.py
+    ("post", "/agui"),  # tests/protocol/test_agui.py
 }
 
 _NAMES = {"{s}": "{sessionID}", "{c}": "{sessionID}", "{m}": "{messageID}", "{p}": "{partID}"}

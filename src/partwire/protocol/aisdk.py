@@ -151,6 +151,7 @@ class UIChunks:
         # and how many of the chunks made (its end) belong to it
         self.ended: tuple[str, int] | None = None
         self._calls: dict[str, str] = {}  # permission id → call id
+        self.asks: dict[str, PermissionRequest] = {}  # every ask seen, by id
 
     # ---- what a route asks -------------------------------------------------------------
 
@@ -317,6 +318,7 @@ class UIChunks:
         return out
 
     def _asked(self, request: PermissionRequest) -> list[Chunk]:
+        self.asks[request.id] = request
         turn = self.turn
         tool = None
         if request.tool is not None and turn is not None and not turn.done:

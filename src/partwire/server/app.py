@@ -19,6 +19,7 @@ from partwire.server.limits import BodyLimit, UnicodeGuard
 from partwire.server.routes import (
     actions,
     agent,
+    agui,
     config,
     frames,
     ingest,
@@ -90,6 +91,7 @@ def create_app(settings: Settings) -> FastAPI:
         ingest,
         frames,
         uichat,
+        agui,
         permission,
         agent,
         config,

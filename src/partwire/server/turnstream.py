@@ -21,8 +21,10 @@ from fastapi.responses import StreamingResponse
 from partwire.bus import Subscription
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.aisdk import UI_EVENTS, Chunk, UIChunks
-from partwire.runtime import Runtime
+from partwire.runtime import Project, Runtime
 from partwire.schema.event import Event
+from partwire.schema.input import PromptInput
+from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
 
 Item = dict[str, Any]
@@ -61,6 +63,37 @@ async def session_for(runtime: Runtime, external_id: str) -> Session | None:
         if (session.metadata or {}).get("chatID") == external_id:
             return session
     return None
+
+
+async def answer_permissions(
+    runtime: Runtime, session_id: str, replies: list[tuple[str, PermissionReply, str | None]]
+) -> None:
+    """Reply to the session's asks that are still pending (one answered elsewhere already
+    is left: the stream shows how it went). Approvals go first: a rejection settles
+    every other ask of the session too."""
+    for request_id, reply, message in sorted(replies, key=lambda r: r[1] == "reject"):
+        pending = {p.id for p in runtime.permissions.pending() if p.session_id == session_id}
+        if request_id in pending:
+            await runtime.permissions.reply(request_id, reply, message)
+
+
+def leave_running(future: asyncio.Future[Any]) -> None:
+    """A prompt's run answers no one here: its outcome is in the stream (and logged)."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def enqueue_prompt(
+    project: Project, session: Session, prompt: PromptInput, *, created: bool
+) -> None:
+    """Start the prompt's run; a session made for it goes again when the prompt is bad."""
+    try:
+        future = await project.loop.enqueue(session.id, prompt)
+    except BaseException:
+        if created:
+            await project.sessions.delete(session.id)
+        raise
+    future.add_done_callback(leave_running)
 
 
 class TurnStream:

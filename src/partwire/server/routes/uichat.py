@@ -16,7 +16,6 @@ from its start (the AI SDK then replaces the message it has). 204 when nothing s
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Literal
 
@@ -46,6 +45,8 @@ from partwire.server.turnstream import (
     Item,
     TurnStream,
     after_last_wait,
+    answer_permissions,
+    enqueue_prompt,
     from_cursor,
     history,
     latest_turn_start,
@@ -124,14 +125,15 @@ def model_ref(model: str | None) -> ModelRef | None:
     return ModelRef(provider_id=provider, model_id=name)
 
 
-async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project]:
+async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project, bool]:
+    """The chat's session and project, and whether the session is new."""
     runtime = runtime_of(request)
     session = await session_for(runtime, chat_id)
     if session is not None:
-        return session, runtime.project_of(session)
+        return session, runtime.project_of(session), False
     project = requested_project(request)
     created = await project.sessions.create(SessionCreateInput(metadata={"chatID": chat_id}))
-    return created, project
+    return created, project, True
 
 
 # ---- the view ----------------------------------------------------------------------------------
@@ -207,14 +209,13 @@ async def _prompt(
     except ValidationError as exc:
         problems = "; ".join(str(error["msg"]) for error in exc.errors()[:3])
         raise BadRequestError(f"the last user message is no prompt: {problems}") from None
-    session, project = await chat_session(request, body.id)
+    session, project, created = await chat_session(request, body.id)
     subscription = runtime.bus.subscribe(*UI_EVENTS)
     try:
-        future = await project.loop.enqueue(session.id, prompt)
+        await enqueue_prompt(project, session, prompt, created=created)
     except BaseException:
         subscription.close()
         raise
-    future.add_done_callback(_retrieve)
     stream = _stream(session.id)
     stream.follow = prompt.message_id
     return _respond(runtime, subscription, stream, "", None, client)
@@ -247,18 +248,6 @@ async def _answer(
         subscription.close()
         raise
     return _respond(runtime, subscription, stream, opening, head, client)
-
-
-async def answer_permissions(
-    runtime: Runtime, session_id: str, replies: list[tuple[str, PermissionReply, str | None]]
-) -> None:
-    """Reply to the session's asks that are still pending (one answered elsewhere already
-    is left: the stream shows how it went). Approvals go first: a rejection settles
-    every other ask of the session too."""
-    for request_id, reply, message in sorted(replies, key=lambda r: r[1] == "reject"):
-        pending = {p.id for p in runtime.permissions.pending() if p.session_id == session_id}
-        if request_id in pending:
-            await runtime.permissions.reply(request_id, reply, message)
 
 
 @router.get("/{chatID}/stream", summary="AI SDK chat: resume the turn in progress")
@@ -314,8 +303,3 @@ async def messages(request: Request, chatID: str) -> Response:
     if runtime.status.get(session.id).type != "idle" and ui and ui[-1]["role"] == "assistant":
         ui.pop()
     return JSONResponse(ui)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

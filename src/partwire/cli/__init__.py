@@ -153,6 +153,16 @@ def _add_ingest(commands: Commands, shared: _Shared) -> None:
     )
 
 
+def _add_acp(commands: Commands, shared: _Shared) -> None:
+    commands.add_parser(
+        "acp",
+        parents=[shared.logs, shared.project, shared.attach],
+        help="speak the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim)",
+        description="Runs partwire as an ACP agent on standard input and output. The loop "
+        "runs in this process, or in the server --attach names (sessions shared live).",
+    )
+
+
 def _add_models_and_db(commands: Commands, shared: _Shared) -> None:
     models = commands.add_parser(
         "models",
@@ -182,7 +192,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     shared = _Shared()
-    for add in (_add_serve, _add_run, _add_session_commands, _add_ingest, _add_models_and_db):
+    for add in (
+        _add_serve,
+        _add_run,
+        _add_session_commands,
+        _add_ingest,
+        _add_acp,
+        _add_models_and_db,
+    ):
         add(commands, shared)
     return parser
 
@@ -272,6 +289,12 @@ def _ingest(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     )
 
 
+def _acp(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.acp import serve_acp
+
+    return asyncio.run(serve_acp(settings, args.attach))
+
+
 COMMANDS = {
     "serve": _serve,
     "db": _db,
@@ -281,6 +304,7 @@ COMMANDS = {
     "models": _models,
     "run": _run,
     "ingest": _ingest,
+    "acp": _acp,
 }
 
 

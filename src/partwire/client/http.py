@@ -153,11 +153,20 @@ class PartwireClient:
         return AssistantWithParts.model_validate(raw)
 
     async def prompt_async(
-        self, session_id: str, text: str, *, model: str | None = None, agent: str | None = None
+        self,
+        session_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        agent: str | None = None,
+        message_id: str | None = None,
     ) -> None:
-        await self._request(
-            "POST", f"/session/{session_id}/prompt_async", self._prompt_body(text, model, agent)
-        )
+        """Start a run for ``text`` and return; ``message_id`` (``msg_…``) names the user
+        message, so the run's events can be told from others."""
+        body = self._prompt_body(text, model, agent)
+        if message_id is not None:
+            body["messageID"] = message_id
+        await self._request("POST", f"/session/{session_id}/prompt_async", body)
 
     async def messages(self, session_id: str) -> list[MessageWithParts]:
         raw = await self._request("GET", f"/session/{session_id}/message")

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from partwire.config import Settings
 from partwire.protocol.acp import AcpUpdates, plan_of, stored_updates
 from partwire.providers.demo_prompts import DEMO_TODOS
 from partwire.runtime import Runtime
@@ -85,6 +86,35 @@ async def test_live_updates_and_the_replay_agree_with_the_store(
     kinds = {c["kind"] for c in calls.values()}
     assert {"search", "edit", "think"} <= kinds  # list, edit, task
     assert any(u["sessionUpdate"] == "agent_thought_chunk" for u in live)
+
+
+@needs_node
+async def test_the_sdk_client_loads_a_recorded_session(
+    settings: Settings, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = Runtime.build(settings)
+    await runtime.start()
+    try:
+        session_id = await recorded_session(runtime)
+        stored = await runtime.store.list_messages(session_id)
+    finally:
+        await runtime.stop()  # the data dir is free for `partwire acp`
+    monkeypatch.setenv("PARTWIRE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("PARTWIRE_CONFIG_DIR", str(settings.data_dir.parent / "config"))
+    seen = await run_node(
+        "acp.mjs", "load", str(project), session_id, "--", *ACP, "--project", str(project)
+    )
+    replayed = seen["replayed"]["updates"]
+    expected = [
+        u.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for u in stored_updates(stored, [], project)
+    ]
+    assert replayed == expected
+    users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert users[:2] == ["hello", "list"] and "external" in users
+    assert {u["sessionUpdate"] for u in replayed} == {
+        "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call",
+    }  # fmt: skip
 
 
 def test_the_plan_leaves_out_cancelled_todos() -> None:

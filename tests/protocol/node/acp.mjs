@@ -1,5 +1,7 @@
 // The ACP TypeScript SDK's client app drives `partwire acp` over stdio, as an editor does.
 //
+//   node acp.mjs load PROJECT SESSION -- COMMAND...
+//       session/load of a stored session only; prints {loaded, replayed}
 //   node acp.mjs PROJECT ANSWER MODE PROMPT... -- COMMAND...
 //       spawns COMMAND (partwire acp) in PROJECT; initialize (offering fs/write_text_file),
 //       session/new, session/set_mode MODE, one session/prompt per PROMPT (permission
@@ -12,7 +14,8 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const argv = process.argv.slice(2);
 const cut = argv.indexOf("--");
-const [project, answer, mode, ...prompts] = argv.slice(0, cut);
+const loadOnly = argv[0] === "load"; // node acp.mjs load PROJECT SESSION -- COMMAND...
+const [project, answer, mode, ...prompts] = argv.slice(loadOnly ? 1 : 0, cut);
 const command = argv.slice(cut + 1);
 
 function connectTo(seen) {
@@ -79,6 +82,12 @@ async function load(sessionId, seen) {
   return result;
 }
 
+if (loadOnly) {
+  const replayed = { updates: [], asks: [], writes: [] };
+  const loaded = await load(answer, replayed); // the second word is the session id
+  process.stdout.write(JSON.stringify({ loaded, replayed }));
+  process.exit(0);
+}
 const live = { updates: [], asks: [], writes: [] };
 const ran = await session(live);
 const replayed = { updates: [], asks: [], writes: [] };

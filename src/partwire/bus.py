@@ -98,6 +98,20 @@ class Subscription:
         item = self._items.popleft()
         return item.event() if isinstance(item, _Merged) else item
 
+    async def batches(self, idle_s: float) -> AsyncIterator[list[Event] | None]:
+        """What has arrived, a list at a time; None after ``idle_s`` without anything (a
+        stream sends its heartbeat then). Ends once the subscription is closed."""
+        while True:
+            try:
+                async with asyncio.timeout(idle_s):  # no task per wait, as wait_for makes
+                    first = await self.get()
+            except TimeoutError:
+                yield None
+                continue
+            if first is None:
+                return
+            yield [first, *self.drain()]
+
     def drain(self) -> list[Event]:
         """Events already queued, without waiting."""
         events = [i.event() if isinstance(i, _Merged) else i for i in self._items]

@@ -23,6 +23,7 @@ from partwire.providers.demo_prompts import DEMO_TODOS
 from partwire.runtime import Runtime
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
+from tests.protocol.sse import read_sse
 from tests.protocol.test_partframes import recorded_session
 
 EVENT = TypeAdapter(Event)
@@ -55,18 +56,6 @@ def run_input(thread: str, text: str | None, **extra: Any) -> dict[str, Any]:
     messages = [{"id": "u1", "role": "user", "content": text}] if text is not None else []
     base = {"threadId": thread, "runId": "r1", "messages": messages, "tools": [], "context": []}
     return {**base, "state": {}, "forwardedProps": {}, **extra}
-
-
-async def read_run(response: httpx.Response) -> list[tuple[str | None, dict[str, Any]]]:
-    out: list[tuple[str | None, dict[str, Any]]] = []
-    event_id: str | None = None
-    async for line in response.aiter_lines():
-        if line.startswith("id: "):
-            event_id = line[4:]
-        elif line.startswith("data: "):
-            out.append((event_id, json.loads(line[6:])))
-            event_id = None
-    return out
 
 
 # ---- the package's own models ---------------------------------------------------------------
@@ -185,7 +174,7 @@ async def test_a_run_resumes_after_any_event(paced: str) -> None:
     async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
         async with http.stream("POST", "/agui", json=body) as first:
             assert first.headers["content-type"].startswith("text/event-stream")
-            whole = await read_run(first)
+            whole = await read_sse(first)
         assert [e["type"] for _, e in whole[:2]] == ["RUN_STARTED", "STATE_SNAPSHOT"]
         assert whole[-1][1]["type"] == "RUN_FINISHED"
         logged = [n for n, (event_id, _) in enumerate(whole) if event_id is not None]
@@ -193,7 +182,7 @@ async def test_a_run_resumes_after_any_event(paced: str) -> None:
             headers = {"Last-Event-ID": str(whole[cut][0])}
             async with http.stream("POST", "/agui", json=body, headers=headers) as rest:
                 assert rest.status_code == 200
-                assert await read_run(rest) == whole[cut + 1 :], cut
+                assert await read_sse(rest) == whole[cut + 1 :], cut
 
 
 async def test_a_reconnect_mid_run_snapshots_then_goes_on_live(paced: str) -> None:
@@ -203,7 +192,7 @@ async def test_a_reconnect_mid_run_snapshots_then_goes_on_live(paced: str) -> No
                 if "TEXT_MESSAGE_CONTENT" in line:
                     break
         async with http.stream("POST", "/agui", json=run_input("mid", None)) as again:
-            events = [e for _, e in await read_run(again)]
+            events = [e for _, e in await read_sse(again)]
     kinds = [e["type"] for e in events]
     assert kinds[:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
     # the open step and text message are opened again, so what follows is valid AG-UI

@@ -20,6 +20,7 @@ from partwire.protocol.aisdk import UIChunks, ui_messages
 from partwire.runtime import Runtime
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
+from tests.protocol.sse import Message, read_sse
 from tests.protocol.test_partframes import recorded_session
 
 
@@ -39,19 +40,9 @@ def turn_bodies(chunks: list[dict[str, Any]]) -> list[str]:
     return ["".join(body) + "data: [DONE]\n\n" for body in bodies]
 
 
-async def read_sse(response: httpx.Response) -> list[tuple[str | None, dict[str, Any]]]:
+async def read_chunks(response: httpx.Response) -> list[Message]:
     """(id, chunk) of every chunk until [DONE]."""
-    out: list[tuple[str | None, dict[str, Any]]] = []
-    event_id: str | None = None
-    async for line in response.aiter_lines():
-        if line.startswith("id: "):
-            event_id = line[4:]
-        elif line.startswith("data: "):
-            if line == "data: [DONE]":
-                return out
-            out.append((event_id, json.loads(line[6:])))
-            event_id = None
-    raise AssertionError("the stream ended without [DONE]")
+    return await read_sse(response, done="[DONE]")
 
 
 def chat_body(chat_id: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -172,7 +163,7 @@ async def test_a_reconnect_resumes_after_any_chunk(paced: str) -> None:
     async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
         async with http.stream("POST", "/ui/chat", json=chat_body("cut", "long 120")) as first:
             assert first.headers["x-vercel-ai-ui-message-stream"] == "v1"
-            whole = await read_sse(first)
+            whole = await read_chunks(first)
         assert whole[0][1]["type"] == "start" and whole[-1][1] == {
             "type": "finish",
             "finishReason": "stop",
@@ -183,13 +174,13 @@ async def test_a_reconnect_resumes_after_any_chunk(paced: str) -> None:
             headers = {"Last-Event-ID": str(whole[cut][0])}
             async with http.stream("GET", "/ui/chat/cut/stream", headers=headers) as rest:
                 assert rest.status_code == 200
-                assert await read_sse(rest) == whole[cut + 1 :], cut
+                assert await read_chunks(rest) == whole[cut + 1 :], cut
 
 
 async def test_a_reconnect_mid_turn_goes_on_live_without_loss_or_repeats(paced: str) -> None:
     async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
         async with http.stream("POST", "/ui/chat", json=chat_body("live", "long 300")) as first:
-            got: list[tuple[str | None, dict[str, Any]]] = []
+            got: list[Message] = []
             async for line in first.aiter_lines():
                 if line.startswith("id: "):
                     event_id = line[4:]
@@ -200,11 +191,11 @@ async def test_a_reconnect_mid_turn_goes_on_live_without_loss_or_repeats(paced: 
         # useChat's reconnect, no cursor: the turn in progress from its start
         async with http.stream("GET", "/ui/chat/live/stream") as again:
             assert again.status_code == 200
-            replayed = await read_sse(again)
+            replayed = await read_chunks(again)
         assert replayed[:40] == got
         headers = {"Last-Event-ID": str(got[-1][0])}
         async with http.stream("GET", "/ui/chat/live/stream", headers=headers) as rest:
-            resumed = await read_sse(rest)
+            resumed = await read_chunks(rest)
         assert got + resumed == replayed
         text = "".join(c["delta"] for _, c in replayed if c["type"] == "text-delta")
         assert text.split() == [f"w{i}" for i in range(300)]

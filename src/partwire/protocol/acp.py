@@ -216,35 +216,26 @@ class AcpUpdates:
         return [progress_of(part, self.root)]
 
 
-def start_of(part: ToolPart, root: Path) -> ToolCallStart:
+def _call(part: ToolPart, root: Path) -> dict[str, Any]:
     state = part.state
-    ended = isinstance(state, ToolStateCompleted | ToolStateError)
-    return ToolCallStart(
-        session_update="tool_call",
-        tool_call_id=part.call_id,
-        title=title_of(part),
-        kind=tool_kind(part.tool),
-        status=status_of(part),
-        locations=locations(part, root),
-        raw_input=state.input or None,
-        content=tool_content(part, root) if ended else None,
-        raw_output=state.output if isinstance(state, ToolStateCompleted) else None,
-    )
+    return {
+        "tool_call_id": part.call_id,
+        "title": title_of(part),
+        "kind": tool_kind(part.tool),
+        "status": status_of(part),
+        "locations": locations(part, root),
+        "raw_input": state.input or None,
+        "content": tool_content(part, root),
+        "raw_output": state.output if isinstance(state, ToolStateCompleted) else None,
+    }
+
+
+def start_of(part: ToolPart, root: Path) -> ToolCallStart:
+    return ToolCallStart(session_update="tool_call", **_call(part, root))
 
 
 def progress_of(part: ToolPart, root: Path) -> ToolCallProgress:
-    state = part.state
-    return ToolCallProgress(
-        session_update="tool_call_update",
-        tool_call_id=part.call_id,
-        title=title_of(part),
-        kind=tool_kind(part.tool),
-        status=status_of(part),
-        locations=locations(part, root),
-        raw_input=state.input or None,
-        content=tool_content(part, root),
-        raw_output=state.output if isinstance(state, ToolStateCompleted) else None,
-    )
+    return ToolCallProgress(session_update="tool_call_update", **_call(part, root))
 
 
 def stored_updates(messages: list[MessageWithParts], todos: list[Todo], root: Path) -> list[Update]:

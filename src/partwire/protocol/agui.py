@@ -162,6 +162,10 @@ class AguiView:
     def closing(self) -> str:
         return ""
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return {}
+
     # ---- chunks → events ---------------------------------------------------------------
 
     def item(self, event: BaseEvent) -> dict[str, Any]:

@@ -8,7 +8,6 @@ is not lost; anything the log already delivered is skipped by id.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 
@@ -124,24 +123,17 @@ async def stream_events(
                     sent = item  # the replay's end: where live events go on from
                 else:
                     yield item
-        heartbeat = runtime.settings.heartbeat_s
-        while True:
-            try:
-                async with asyncio.timeout(heartbeat):  # no task per wait, as wait_for makes
-                    first = await subscription.get()
-            except TimeoutError:
+        async for batch in subscription.batches(runtime.settings.heartbeat_s):
+            if batch is None:
                 yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
                 continue
-            if first is None:
-                if subscription.overflowed:
-                    yield frame(_fell_behind(sent))
-                return
-            batch = [first, *subscription.drain()]
             fresh = [e for e in batch if sent is None or not REGISTRY[e.type].logged or e.id > sent]
             if fresh:
                 logged = [e.id for e in fresh if REGISTRY[e.type].logged]
                 sent = logged[-1] if logged else sent
                 yield "".join(frame(e) for e in fresh)
+        if subscription.overflowed:
+            yield frame(_fell_behind(sent))
     finally:
         subscription.close()
         if client is not None:

@@ -51,6 +51,11 @@ class View(Protocol):
         """What ends every response (after its last item)."""
         ...
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The protocol's own response headers."""
+        ...
+
 
 async def session_for(runtime: Runtime, external_id: str) -> Session | None:
     """The session an AI SDK chat id or AG-UI thread id names: a session id, or an id
@@ -230,18 +235,12 @@ def latest_turn_start(session_id: str, events: list[Event]) -> int | None:
 async def _live(
     runtime: Runtime, subscription: Subscription, stream: TurnStream, sent: str | None
 ) -> AsyncIterator[str]:
-    heartbeat = runtime.settings.heartbeat_s
-    while not stream.done:
-        try:
-            async with asyncio.timeout(heartbeat):
-                first = await subscription.get()
-        except TimeoutError:
+    async for batch in subscription.batches(runtime.settings.heartbeat_s):
+        if batch is None:
             yield ": heartbeat\n\n"
             continue
-        if first is None:
-            return  # closed: the client reconnects with its Last-Event-ID
         text = []
-        for event in [first, *subscription.drain()]:
+        for event in batch:
             if sent is not None and event.id <= sent:
                 continue
             sent = event.id
@@ -251,6 +250,9 @@ async def _live(
                 break
         if out := "".join(text):
             yield out
+        if stream.done:
+            return
+    # closed: the client reconnects with its Last-Event-ID
 
 
 async def _respond(
@@ -283,12 +285,11 @@ def respond(
     opening: str,
     sent: str | None,
     client: str,
-    headers: dict[str, str],
 ) -> StreamingResponse:
     """Send ``opening``, then the live events after ``sent`` until the turn ends or waits."""
     runtime.quotas.open_stream(client)
     return StreamingResponse(
         _respond(runtime, subscription, stream, opening, sent, client),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **stream.view.headers},
     )

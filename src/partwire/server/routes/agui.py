@@ -189,7 +189,7 @@ async def run(request: Request) -> Response:
     except BaseException:
         subscription.close()
         raise
-    return respond(runtime, subscription, stream, opening, head, client, {})
+    return respond(runtime, subscription, stream, opening, head, client)
 
 
 async def _reconnect(

@@ -10,7 +10,6 @@ so that part numbers match; when the log no longer holds it, the stream starts o
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from partwire.bus import Subscription
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
-from partwire.schema.event import Event, parse_event
+from partwire.schema.event import parse_event
 from partwire.server.routes.scope import runtime_of
 from partwire.storage.base import EventLogGap
 
@@ -128,22 +127,15 @@ async def stream_frames(
 async def _live(
     runtime: Runtime, subscription: Subscription, frames: SessionFrames, sent: str | None
 ) -> AsyncIterator[str]:
-    heartbeat = runtime.settings.heartbeat_s
-    while True:
-        try:
-            async with asyncio.timeout(heartbeat):
-                first = await subscription.get()
-        except TimeoutError:
+    async for batch in subscription.batches(runtime.settings.heartbeat_s):
+        if batch is None:
             yield ": heartbeat\n\n"
             continue
-        if first is None:
-            return  # closed (shutdown) or too far behind: the client resumes from its cursor
-        batch: list[Event] = [first, *subscription.drain()]
         text = "".join(sse(frames.frames(e), e.id) for e in batch if sent is None or e.id > sent)
-        if batch:
-            sent = max(sent or "", batch[-1].id)
+        sent = max(sent or "", batch[-1].id)
         if text:
             yield text
+    # closed (shutdown) or too far behind: the client resumes from its cursor
 
 
 @router.get(

@@ -24,7 +24,6 @@ from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationError
 
 from partwire import ids
-from partwire.bus import Subscription
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.aisdk import HEADERS, UI_EVENTS, Chunk, UIChunks, approvals_of, ui_messages
 from partwire.runtime import Project, Runtime
@@ -160,20 +159,13 @@ class UIStreamView:
     def closing(self) -> str:
         return "data: [DONE]\n\n"
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return HEADERS
+
 
 def _stream(session_id: str) -> TurnStream:
     return TurnStream(session_id, UIStreamView())
-
-
-def _respond(
-    runtime: Runtime,
-    subscription: Subscription,
-    stream: TurnStream,
-    opening: str,
-    sent: str | None,
-    client: str,
-) -> Response:
-    return respond(runtime, subscription, stream, opening, sent, client, HEADERS)
 
 
 # ---- routes -----------------------------------------------------------------------------------
@@ -218,7 +210,7 @@ async def _prompt(
         raise
     stream = _stream(session.id)
     stream.follow = prompt.message_id
-    return _respond(runtime, subscription, stream, "", None, client)
+    return respond(runtime, subscription, stream, "", None, client)
 
 
 async def _answer(
@@ -247,7 +239,7 @@ async def _answer(
     except BaseException:
         subscription.close()
         raise
-    return _respond(runtime, subscription, stream, opening, head, client)
+    return respond(runtime, subscription, stream, opening, head, client)
 
 
 @router.get("/{chatID}/stream", summary="AI SDK chat: resume the turn in progress")
@@ -273,7 +265,7 @@ async def resume(request: Request, chatID: str) -> Response:
     except BaseException:
         subscription.close()
         raise
-    return _respond(runtime, subscription, stream, opening, head, client)
+    return respond(runtime, subscription, stream, opening, head, client)
 
 
 def _from_turn_start(stream: TurnStream, events: list[Event]) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
+from partwire.editor import EditorFiles
 from partwire.errors import BadRequestError
 from partwire.permission import Permissions
 from partwire.providers.registry import Closer, load_builtin_providers
@@ -89,6 +90,7 @@ class Runtime:
     # new at every start: server.connected carries it so clients can tell a restart
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
     quotas: Quotas = field(default_factory=Quotas)
+    editor: EditorFiles | None = None  # set by build: reads through an attached editor
     _warming: asyncio.Future[None] | None = None
 
     @classmethod
@@ -99,7 +101,14 @@ class Runtime:
         store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
         status = StatusTracker(store)
         runtime = cls(
-            settings, bus, store, status, Permissions(store), Questions(store), closers=closers
+            settings,
+            bus,
+            store,
+            status,
+            Permissions(store),
+            Questions(store),
+            closers=closers,
+            editor=EditorFiles(bus),
         )
         runtime.project(settings.project_dir)
         return runtime
@@ -108,7 +117,7 @@ class Runtime:
 
     def _make_project(self, directory: Path) -> Project:
         settings = replace(self.settings, project_dir=directory)
-        host = ToolHost(self.store, self.permissions, self.questions, settings)
+        host = ToolHost(self.store, self.permissions, self.questions, settings, self.editor)
         reverts = Reverts(self.store, Snapshots(directory, settings.data_dir))
         loop = SessionLoop(self.store, self.status, settings, host, reverts)
         sessions = Sessions(self.store, loop, settings)

@@ -188,6 +188,23 @@ async def test_a_rejected_ask_fails_the_call_and_cancel_stops_the_turn(project: 
 
 
 @needs_node
+@pytest.mark.usefixtures("acp_env")
+async def test_the_read_tool_reads_the_editors_unsaved_buffer(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACP_EDITOR_TEXT", "unsaved line one\nunsaved line two\n")
+    seen = await run_node(
+        "acp.mjs", str(project), "once", "build", "notes.txt",
+        "--", *ACP, "--project", str(project),
+    )  # fmt: skip
+    assert seen["live"]["reads"] == [str(project / "notes.txt")]
+    (read,) = final_calls(seen["live"]["updates"]).values()
+    output = read["content"][0]["content"]["text"]
+    assert "unsaved line two" in output and "alpha" not in output  # not the disk's text
+    assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+@needs_node
 async def test_attach_drives_a_running_server(project: Path, tmp_path: Path) -> None:
     with partwire_serve(project, tmp_path / "server", delay_ms=1) as url:
         env = {"PARTWIRE_DATA_DIR": str(tmp_path / "other-data")}  # not the server's

@@ -77,6 +77,9 @@ PARTWIRE_ONLY = {
     ("get", "/ui/chat/{chatID}/stream"),  # tests/protocol/test_aisdk.py
     ("get", "/ui/chat/{chatID}/messages"),  # tests/protocol/test_aisdk.py
     ("post", "/agui"),  # tests/protocol/test_agui.py
+    ("post", "/session/{sessionID}/editor"),  # tests/server/test_editor.py
+    ("delete", "/session/{sessionID}/editor"),  # tests/server/test_editor.py
+    ("post", "/editor/{requestID}/reply"),  # tests/server/test_editor.py
 }
 
 _NAMES = {"{s}": "{sessionID}", "{c}": "{sessionID}", "{m}": "{messageID}", "{p}": "{partID}"}

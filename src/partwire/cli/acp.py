@@ -13,8 +13,10 @@ web UI share sessions live. Every session is a partwire session.
   reason; ``session/cancel`` stops it;
 - a permission ask → ``session/request_permission`` (allow once, allow always, reject);
   a question cannot be answered from an editor: it is shown, then declined;
-- when the editor offers ``fs/write_text_file``, every file an edit or write tool
-  changed is sent to it, so its open buffers match the disk.
+- when the editor offers ``fs/read_text_file``, the session gets an attached editor
+  (``partwire.editor``) for the prompt's run, and the read tool's ``editor.read`` events
+  are answered from the editor's buffers; when it offers ``fs/write_text_file``, every
+  file an edit or write tool changed is sent to it, so its open buffers match the disk.
 
 stdout is the protocol's: everything else goes to stderr.
 """
@@ -57,7 +59,7 @@ from partwire import __version__, ids
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
 from partwire.protocol.acp import ACP_EVENTS, AcpUpdates, stored_updates, text
-from partwire.schema.event import Event, MessageInfo, PartUpdatedProps
+from partwire.schema.event import EditorReadProps, Event, MessageInfo, PartUpdatedProps
 from partwire.schema.message import AssistantMessage
 from partwire.schema.part import ToolPart
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
@@ -69,7 +71,7 @@ PERMISSION_OPTIONS = [
     PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
 ]
 WRITING_TOOLS = ("edit", "write")
-TURN_EVENTS = {*ACP_EVENTS, "permission.asked", "question.asked", "session.idle"}
+TURN_EVENTS = {*ACP_EVENTS, "permission.asked", "question.asked", "session.idle", "editor.read"}
 
 
 def prompt_text(blocks: list[Any]) -> str:
@@ -245,10 +247,20 @@ class PartwireAgent:
         words = prompt_text(prompt)
         await self._session(session_id)
         message_id = ids.message_id()
+        fs = self.capabilities.fs
+        reads = fs is not None and bool(fs.read_text_file)
         with self.pump.listen(session_id) as queue:
-            agent = self.modes.get(session_id)
-            await self.client.prompt_async(session_id, words, agent=agent, message_id=message_id)
-            last = await self._follow(session_id, message_id, queue)
+            if reads:  # the tools read files as the editor has them
+                await self.client.attach_editor(session_id)
+            try:
+                agent = self.modes.get(session_id)
+                await self.client.prompt_async(
+                    session_id, words, agent=agent, message_id=message_id
+                )
+                last = await self._follow(session_id, message_id, queue)
+            finally:
+                if reads:
+                    await self.client.detach_editor(session_id)
         return PromptResponse(stop_reason=stop_reason(last))
 
     async def _follow(
@@ -273,6 +285,10 @@ class PartwireAgent:
                 task.add_done_callback(asks.discard)
             elif isinstance(props, QuestionRequest):
                 await self._decline(session_id, props)
+            elif isinstance(props, EditorReadProps):
+                task = asyncio.create_task(self._read(session_id, props))
+                asks.add(task)
+                task.add_done_callback(asks.discard)
             for update in updates.updates(event):
                 await conn.session_update(session_id=session_id, update=update)
             if isinstance(props, PartUpdatedProps):
@@ -298,6 +314,15 @@ class PartwireAgent:
             reply = "once" if outcome.option_id == "once" else "always"
         with contextlib.suppress(Exception):  # answered elsewhere meanwhile (the web UI)
             await self.client.reply_permission(request.id, reply)
+
+    async def _read(self, session_id: str, request: EditorReadProps) -> None:
+        """A tool's read, answered from the editor's buffer."""
+        try:
+            answer = await self._client().read_text_file(session_id=session_id, path=request.path)
+        except Exception as exc:  # the editor could not read it: the tool reads the disk
+            await self.client.reply_editor_read(request.id, None, error=str(exc) or "failed")
+            return
+        await self.client.reply_editor_read(request.id, answer.content)
 
     async def _decline(self, session_id: str, request: QuestionRequest) -> None:
         asked = "; ".join(q.question for q in request.questions)

@@ -234,6 +234,19 @@ class PartwireClient:
             body["message"] = message
         return bool(await self._request("POST", f"/permission/{request_id}/reply", body))
 
+    async def attach_editor(self, session_id: str) -> bool:
+        """Answer this session's reads from now on (``editor.read`` events)."""
+        return bool(await self._request("POST", f"/session/{session_id}/editor"))
+
+    async def detach_editor(self, session_id: str) -> bool:
+        return bool(await self._request("DELETE", f"/session/{session_id}/editor"))
+
+    async def reply_editor_read(
+        self, request_id: str, content: str | None, error: str | None = None
+    ) -> bool:
+        body = {"content": content} if error is None else {"error": error}
+        return bool(await self._request("POST", f"/editor/{request_id}/reply", body))
+
     async def questions(self) -> list[QuestionRequest]:
         return [QuestionRequest.model_validate(q) for q in await self._request("GET", "/question")]
 

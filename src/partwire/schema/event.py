@@ -205,6 +205,14 @@ class TodoProps(WireModel):
     todos: list[Todo]
 
 
+class EditorReadProps(WireModel):
+    """A tool wants a file's text as the user's editor has it (unsaved changes too)."""
+
+    id: str = Field(pattern="^edr")
+    session_id: str = Field(alias="sessionID")
+    path: str
+
+
 class InstanceDisposedProps(WireModel):
     directory: str
 
@@ -248,3 +256,4 @@ QuestionAsked = define("question.asked", QuestionRequest)
 QuestionReplied = define("question.replied", QuestionRepliedProps)
 QuestionRejected = define("question.rejected", QuestionRef)
 TodoUpdated = define("todo.updated", TodoProps)
+EditorRead = define("editor.read", EditorReadProps, logged=False)

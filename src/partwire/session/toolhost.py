@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from partwire.config import Settings
+from partwire.editor import EditorFiles
 from partwire.permission import Permissions
 from partwire.question import Questions
 from partwire.schema.event import TodoProps, TodoUpdated
@@ -81,6 +83,7 @@ class ToolHost:
     permissions: Permissions
     questions: Questions
     settings: Settings
+    editor: EditorFiles | None = None
     subtasks: SubtaskRunner | None = None
 
     def context(
@@ -113,4 +116,11 @@ class ToolHost:
         )
         if self.subtasks is not None:
             context.subtasks = scope.subtask
+        if self.editor is not None:
+            editor = self.editor
+
+            async def editor_text(path: Path) -> str | None:
+                return await editor.text(session_id, path)
+
+            context.editor_text = editor_text
         return context

@@ -88,6 +88,10 @@ def _memory_todos() -> TodoAccess:
     return TodoAccess(get, put)
 
 
+async def _no_editor(path: Path) -> str | None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know and do."""
@@ -105,6 +109,8 @@ class ToolContext:
     questions: Callable[[list[QuestionInfo]], Awaitable[list[list[str]]]] = _no_questions
     todos: TodoAccess = field(default_factory=_memory_todos)
     subtasks: Subtasks = _no_subtasks
+    # the text an attached editor has for a file (unsaved changes too); None: read the disk
+    editor_text: Callable[[Path], Awaitable[str | None]] = _no_editor
 
     @property
     def idempotency_key(self) -> str:

@@ -48,7 +48,12 @@ def read_window(path: Path, given: str, offset: int, limit: int) -> tuple[str, i
     data = path.read_bytes()
     if b"\0" in data[:8192]:
         raise ToolError(f"{given} is a binary file; it cannot be read as text.")
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    return number_lines(data.decode("utf-8", errors="replace"), offset, limit)
+
+
+def number_lines(text: str, offset: int, limit: int) -> tuple[str, int]:
+    """Numbered lines ``offset``…``offset+limit`` of ``text``, and its line count."""
+    lines = text.splitlines()
     window = lines[offset : offset + limit]
     numbered = [
         f"{offset + i + 1:05d}| {line[:MAX_LINE]}{'…' if len(line) > MAX_LINE else ''}"
@@ -88,7 +93,11 @@ async def execute(args: ReadParams, ctx: ToolContext) -> ToolResult:
             attachments=result.attachments,
         )
     offset, limit = args.offset or 0, args.limit or DEFAULT_LIMIT
-    output, total = await asyncio.to_thread(read_window, path, args.filePath, offset, limit)
+    edited = await ctx.editor_text(path)  # the user's editor may hold unsaved changes
+    if edited is not None:
+        output, total = number_lines(edited, offset, limit)
+    else:
+        output, total = await asyncio.to_thread(read_window, path, args.filePath, offset, limit)
     return ToolResult(
         title=relative(ctx.project_dir, path),
         output=output,

@@ -36,6 +36,11 @@ function connectTo(seen) {
     .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
       seen.writes.push({ path: params.path, content: params.content });
       return {};
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      // ACP_EDITOR_TEXT: the unsaved buffer this "editor" holds for every file
+      seen.reads.push(params.path);
+      return { content: process.env.ACP_EDITOR_TEXT };
     });
   return { child, stream, app };
 }
@@ -45,7 +50,9 @@ async function session(seen) {
   const result = await app.connectWith(stream, async (ctx) => {
     const init = await ctx.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: true } },
+      clientCapabilities: {
+        fs: { readTextFile: process.env.ACP_EDITOR_TEXT !== undefined, writeTextFile: true },
+      },
     });
     const created = await ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] });
     const sessionId = created.sessionId;
@@ -83,13 +90,13 @@ async function load(sessionId, seen) {
 }
 
 if (loadOnly) {
-  const replayed = { updates: [], asks: [], writes: [] };
+  const replayed = { updates: [], asks: [], writes: [], reads: [] };
   const loaded = await load(answer, replayed); // the second word is the session id
   process.stdout.write(JSON.stringify({ loaded, replayed }));
   process.exit(0);
 }
-const live = { updates: [], asks: [], writes: [] };
+const live = { updates: [], asks: [], writes: [], reads: [] };
 const ran = await session(live);
-const replayed = { updates: [], asks: [], writes: [] };
+const replayed = { updates: [], asks: [], writes: [], reads: [] };
 const loaded = await load(ran.sessionId, replayed);
 process.stdout.write(JSON.stringify({ ...ran, live, loaded, replayed }));

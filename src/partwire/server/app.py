@@ -11,7 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
-from partwire.server import errors, hub, sse, ui
+from partwire.server import errors, hub, openapi, sse, ui
 from partwire.server.access import AccessLog
 from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
@@ -104,4 +104,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.mount("/socket.io", clients.asgi())
     _index(app)
     ui.install(app)
+    openapi.install(app)
     return app

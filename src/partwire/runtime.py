@@ -236,6 +236,17 @@ class Runtime:
         self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
         self.bus.close()
 
+    async def dispose(self, directory: str | Path | None = None) -> None:
+        """Dispose of one directory's instance, as opencode's ``/instance/dispose`` does:
+        its runs stop, it is made anew (state, config) on next use, and subscribers get
+        ``server.instance.disposed`` (their streams stay open)."""
+        project = self.project(directory)
+        path = project.settings.project_dir
+        await project.loop.shutdown()
+        self.projects[path] = self._make_project(path)
+        props = InstanceDisposedProps(directory=str(path))
+        self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
+
     async def shutdown_sessions(self) -> None:
         for project in list(self.projects.values()):
             await project.loop.shutdown()

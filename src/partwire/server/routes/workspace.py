@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +64,31 @@ def _project_info(project: Path, created: int, updated: int) -> dict[str, Any]:
     return info
 
 
-_STARTED = int(time.time() * 1000)
+def _session_times(sessions: list[Session]) -> dict[Path, tuple[int, int]]:
+    """(first created, last updated) of the sessions of each directory."""
+    times: dict[Path, tuple[int, int]] = {}
+    for session in sessions:
+        path = Path(session.directory)
+        created, updated = times.get(path, (session.time.created, session.time.updated))
+        times[path] = (min(created, session.time.created), max(updated, session.time.updated))
+    return times
+
+
+def _times(path: Path, known: dict[Path, tuple[int, int]]) -> tuple[int, int]:
+    """A project's times: from its sessions, or, before it has any, the directory's own."""
+    if path in known:
+        return known[path]
+    stamp = int(path.stat().st_mtime * 1000) if path.is_dir() else 0
+    return stamp, stamp
 
 
 def _known_projects(default: Path, opened: list[Path], sessions: list[Session]) -> list[Any]:
     """Every directory this server knows: where it started, then those of stored sessions
     and of requests, most recently active first; directories gone from disk are left out."""
-    created: dict[Path, int] = {}
-    updated: dict[Path, int] = {}
-    for session in sessions:
-        path = Path(session.directory)
-        created[path] = min(created.get(path, session.time.created), session.time.created)
-        updated[path] = max(updated.get(path, session.time.updated), session.time.updated)
-    others = sorted({*opened, *updated} - {default}, key=lambda p: -updated.get(p, 0))
+    known = _session_times(sessions)
+    others = sorted({*opened, *known} - {default}, key=lambda p: -known.get(p, (0, 0))[1])
     return [
-        _project_info(path, created.get(path, _STARTED), updated.get(path, _STARTED))
+        _project_info(path, *_times(path, known))
         for path in [default, *others]
         if path == default or path.is_dir()
     ]
@@ -96,7 +105,10 @@ async def projects(request: Request) -> Response:
 
 @router.get("/project/current", operation_id="project.current")
 async def current_project(request: Request) -> Response:
-    return _json(await asyncio.to_thread(_project_info, _project(request), _STARTED, _STARTED))
+    project = _project(request)
+    known = _session_times(await _runtime(request).store.list_sessions())
+    times = await asyncio.to_thread(_times, project, known)
+    return _json(await asyncio.to_thread(_project_info, project, *times))
 
 
 @router.get("/file", operation_id="file.list")
@@ -162,6 +174,7 @@ async def commands() -> Response:
 
 @router.post("/instance/dispose", operation_id="instance.dispose")
 async def dispose(request: Request) -> Response:
-    """Stop every running session (the instance stays up, as a fresh one)."""
-    await _runtime(request).shutdown_sessions()
+    """Dispose of the directory's instance: its runs stop, it is made anew on next use,
+    and ``server.instance.disposed`` goes out (event streams stay open)."""
+    await _runtime(request).dispose(_project(request))
     return _json(True)

@@ -254,9 +254,19 @@ def _blocked(
     )
 
 
+def _table(value: Any, where: str) -> dict[str, Any]:
+    """A config object, or a ConfigError naming where it is not one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be an object, not {json.dumps(value)[:40]}")
+    return value
+
+
 def _provider(
     provider_id: str, raw: dict[str, Any], env: dict[str, str], trust: _Trust | None = None
 ) -> ProviderConfig:
+    raw = _table(raw, f"provider.{provider_id}")
     default_api: Api = (
         "anthropic"
         if provider_id == "anthropic"
@@ -265,8 +275,10 @@ def _provider(
     api = raw.get("api") or _NPM.get(str(raw.get("npm", "")), default_api)
     if api not in APIS:
         raise ConfigError(f"provider.{provider_id}.api is {api!r}; use one of {', '.join(APIS)}")
-    options = raw.get("options") or {}
     where = f"provider.{provider_id}.options"
+    options = _table(raw.get("options"), where)
+    _table(options.get("headers"), f"{where}.headers")
+    _table(raw.get("models"), f"provider.{provider_id}.models")
     blocked = _blocked(provider_id, options, env, trust or _Trust())
     try:
         key = _secret(options.get("apiKey"), env, where)
@@ -306,11 +318,15 @@ def _providers(
     return {pid: _provider(pid, raw or {}, env, trust(pid)) for pid, raw in raw_providers.items()}
 
 
-def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
-    user_dir = Path(
+def _user_dir(env: dict[str, str]) -> Path:
+    return Path(
         env.get("PARTWIRE_CONFIG_DIR") or platformdirs.user_config_dir("partwire", appauthor=False)
     )
-    return [p for p in (user_dir / CONFIG_FILE, project_dir / CONFIG_FILE) if p.is_file()]
+
+
+def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
+    user = _user_dir(env) / CONFIG_FILE
+    return [p for p in (user, project_dir / CONFIG_FILE) if p.is_file()]
 
 
 def load_settings(
@@ -390,9 +406,35 @@ def write_project_config(settings: Settings, patch: dict[str, Any]) -> Path:
     The result is checked by loading it before it is written, so a bad patch
     changes nothing.
     """
-    path = settings.project_dir / CONFIG_FILE
+    return _write_config(settings.project_dir / CONFIG_FILE, settings, patch, project=True)
+
+
+def user_config_path(settings: Settings) -> Path:
+    return _user_dir(settings.source_env) / CONFIG_FILE
+
+
+def read_user_config(settings: Settings) -> dict[str, Any]:
+    """The user's partwire.json as written (``{}`` when there is none)."""
+    path = user_config_path(settings)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def write_user_config(settings: Settings, patch: dict[str, Any]) -> Path:
+    """``write_project_config`` for the user's own partwire.json."""
+    return _write_config(user_config_path(settings), settings, patch, project=False)
+
+
+def _write_config(path: Path, settings: Settings, patch: dict[str, Any], *, project: bool) -> Path:
     current: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     merged = merge(current, _drop_redacted(patch))
-    _providers(merged, settings.source_env, merged, {})
+    layers = (merged, {}) if project else ({}, merged)
+    _providers(merged, settings.source_env, *layers)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(merged, indent=2) + "\n")
     return path

@@ -202,3 +202,101 @@ def _find_text(
 def branch(project: Path) -> dict[str, str]:
     name = git(project, "rev-parse", "--abbrev-ref", "HEAD")
     return {"branch": name.strip()} if name else {}
+
+
+def vcs_status(project: Path) -> list[dict[str, Any]]:
+    """``status`` in opencode's VcsFileStatus shape."""
+    return [
+        {
+            "file": c["path"],
+            "additions": c["added"],
+            "deletions": c["removed"],
+            "status": c["status"],
+        }
+        for c in status(project)
+    ]
+
+
+def _diff_base(project: Path, mode: str) -> str:
+    """``git``: HEAD. ``branch``: where this branch left the default branch (the remote's
+    HEAD, else main or master), so the diff is everything the branch changed."""
+    if mode == "git":
+        return "HEAD"
+    remote = git(project, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    for candidate in [remote.strip()] if remote else ["main", "master"]:
+        base = git(project, "merge-base", "HEAD", candidate)
+        if base:
+            return base.strip()
+    return "HEAD"
+
+
+def _patches(text: str) -> dict[str, str]:
+    """A unified diff cut into one patch per file (keyed by the new path)."""
+    patches: dict[str, str] = {}
+    current: list[str] = []
+    name = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            if current:
+                patches[name] = "".join(current)
+            current, name = [], line.rstrip("\n").rsplit(" b/", 1)[-1]
+        current.append(line)
+    if current:
+        patches[name] = "".join(current)
+    return patches
+
+
+def vcs_diff(project: Path, mode: str, context: int | None) -> list[dict[str, Any]]:
+    """Each changed file with its patch (opencode's VcsFileDiff), against ``_diff_base``;
+    untracked files count as added. Empty outside git."""
+    base = _diff_base(project, mode)
+    lines = [f"--unified={context}"] if context is not None else []
+    text = git(project, "diff", *lines, base, "--", ".")
+    if text is None:
+        return []
+    patches = _patches(text)
+    changed = []
+    for entry in status(project) if mode == "git" else _branch_status(project, base):
+        patch = patches.get(entry["path"])
+        if patch is None and entry["status"] == "added":
+            patch = _added_patch(project, entry["path"])
+        changed.append(
+            {
+                "file": entry["path"],
+                "patch": patch or "",
+                "additions": entry["added"],
+                "deletions": entry["removed"],
+                "status": entry["status"],
+            }
+        )
+    return changed
+
+
+def _branch_status(project: Path, base: str) -> list[dict[str, Any]]:
+    numstat = git(project, "diff", "--numstat", base, "--", ".") or ""
+    entries = []
+    for line in numstat.splitlines():
+        added, removed, name = line.split("\t", 2)
+        exists = (project / name).exists()
+        entries.append(
+            {
+                "path": name,
+                "added": int(added) if added.isdigit() else 0,
+                "removed": int(removed) if removed.isdigit() else 0,
+                "status": "modified" if exists else "deleted",
+            }
+        )
+    tracked = {e["path"] for e in entries}
+    return entries + [
+        e for e in status(project) if e["status"] == "added" and e["path"] not in tracked
+    ]
+
+
+def _added_patch(project: Path, name: str) -> str:
+    """An untracked file as a patch that adds it."""
+    path = project / name
+    if not path.is_file():
+        return ""
+    lines = path.read_text(errors="replace").splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n{body}"

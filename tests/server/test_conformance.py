@@ -58,6 +58,20 @@ CASES: list[tuple[str, str, Any]] = [
     ("get", "/config/providers", None),
     ("get", "/provider", None),
     ("post", "/instance/dispose", None),
+    ("get", "/vcs/status", None),
+    ("get", "/vcs/diff?mode=git", None),
+    ("get", "/vcs/diff?mode=branch&context=1", None),
+    ("get", "/find/symbol?query=main", None),
+    ("get", "/project/{project}/directories", None),
+    ("get", "/provider/auth", None),
+    ("get", "/global/config", None),
+    ("patch", "/global/config", {"logLevel": "INFO"}),
+    ("post", "/log", {"service": "tui", "level": "info", "message": "hello", "extra": {"a": 1}}),
+    ("get", "/experimental/tool/ids", None),
+    ("get", "/experimental/capabilities", None),
+    ("get", "/experimental/console", None),
+    ("get", "/experimental/resource", None),
+    ("get", "/experimental/workspace", None),
 ]
 # answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
 ELSEWHERE = {
@@ -67,6 +81,7 @@ ELSEWHERE = {
     ("post", "/permission/{requestID}/reply"), ("post", "/question/{requestID}/reply"),
     ("post", "/question/{requestID}/reject"),
     ("post", "/session/{sessionID}/permissions/{permissionID}"),
+    ("post", "/experimental/project/{projectID}/copy/refresh"),  # tests/server/test_app_routes.py
 }  # fmt: skip
 # partwire's own routes, not in opencode's document; each has its own tests
 PARTWIRE_ONLY = {
@@ -82,7 +97,13 @@ PARTWIRE_ONLY = {
     ("post", "/editor/{requestID}/reply"),  # tests/server/test_editor.py
 }
 
-_NAMES = {"{s}": "{sessionID}", "{c}": "{sessionID}", "{m}": "{messageID}", "{p}": "{partID}"}
+_NAMES = {
+    "{s}": "{sessionID}",
+    "{c}": "{sessionID}",
+    "{m}": "{messageID}",
+    "{p}": "{partID}",
+    "{project}": "{projectID}",
+}
 
 
 def _template(path: str) -> str:
@@ -107,7 +128,14 @@ async def _fresh_ids(http: httpx.AsyncClient) -> dict[str, str]:
     child = (await http.post("/session", json={"parentID": sid})).json()["id"]
     await http.post(f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "hi"}]})
     user = (await http.get(f"/session/{sid}/message")).json()[0]
-    return {"{s}": sid, "{c}": child, "{m}": user["info"]["id"], "{p}": user["parts"][0]["id"]}
+    project = (await http.get("/project/current")).json()["id"]
+    return {
+        "{s}": sid,
+        "{c}": child,
+        "{m}": user["info"]["id"],
+        "{p}": user["parts"][0]["id"],
+        "{project}": project,
+    }
 
 
 async def test_every_operation_answers_with_the_reference_shape(http: httpx.AsyncClient) -> None:

@@ -30,6 +30,9 @@ from partwire.server.routes import (
     uichat,
     workspace,
 )
+from partwire.server.routes import (
+    app as app_routes,
+)
 
 
 def _protect(app: FastAPI, settings: Settings) -> None:
@@ -94,6 +97,7 @@ def create_app(settings: Settings) -> FastAPI:
         uichat,
         agui,
         editor,
+        app_routes,
         permission,
         agent,
         config,

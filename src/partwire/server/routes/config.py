@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from partwire.config import redact, write_project_config
+from partwire.config import read_user_config, redact, write_project_config, write_user_config
 from partwire.errors import BadRequestError, ConfigError
 from partwire.providers.listing import all_providers, connected, defaults
 from partwire.runtime import Runtime
@@ -48,6 +48,35 @@ async def config_providers(request: Request) -> Response:
     settings = _runtime(request).settings
     providers = all_providers(settings)
     return wire(ConfigProviders(providers=providers, default=defaults(providers, settings)))
+
+
+@router.get("/provider/auth", operation_id="provider.auth")
+async def provider_auth(request: Request) -> Response:
+    """How each configured provider is authenticated: by an API key (in partwire.json,
+    ``{env:NAME}`` or the web UI's key form); the demo model needs nothing."""
+    settings = _runtime(request).settings
+    methods = {pid: [{"type": "api", "label": "API key"}] for pid in settings.providers}
+    return Response(json.dumps(methods), media_type="application/json")
+
+
+@router.get("/global/config", operation_id="global.config.get")
+async def get_global_config(request: Request) -> Response:
+    """The user's own partwire.json (every project's base), secrets redacted."""
+    body = redact(read_user_config(_runtime(request).settings))
+    return Response(json.dumps(body), media_type="application/json")
+
+
+@router.patch("/global/config", operation_id="global.config.update")
+async def patch_global_config(request: Request, body: dict[str, Any]) -> Response:
+    runtime = _runtime(request)
+    try:
+        write_user_config(runtime.settings, body)
+        await runtime.reconfigure()
+    except ConfigError as exc:
+        raise BadRequestError(exc.message) from None
+    return Response(
+        json.dumps(redact(read_user_config(runtime.settings))), media_type="application/json"
+    )
 
 
 @router.get("/provider", response_model=ProviderList, operation_id="provider.list")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from partwire import workspace
+from partwire.errors import NotFoundError
 from partwire.runtime import Runtime
 from partwire.schema.session import Session
 from partwire.server.routes.scope import requested_project
@@ -143,6 +144,44 @@ async def find_files(request: Request, query: str, dirs: bool = False, limit: in
 @router.get("/vcs", operation_id="vcs.get")
 async def vcs(request: Request) -> Response:
     return _json(await asyncio.to_thread(workspace.branch, _project(request)))
+
+
+@router.get("/vcs/status", operation_id="vcs.status")
+async def vcs_status(request: Request) -> Response:
+    return _json(await asyncio.to_thread(workspace.vcs_status, _project(request)))
+
+
+@router.get("/vcs/diff", operation_id="vcs.diff")
+async def vcs_diff(
+    request: Request,
+    mode: Literal["git", "branch"],
+    context: int | None = Query(default=None, ge=0, le=10_000),
+) -> Response:
+    """Changed files with patches: against HEAD (``git``), or against where the branch
+    left the default branch (``branch``)."""
+    found = await asyncio.to_thread(workspace.vcs_diff, _project(request), mode, context)
+    return _json(found)
+
+
+@router.get("/find/symbol", operation_id="find.symbols")
+async def find_symbols(request: Request, query: str) -> Response:
+    """Workspace symbols come from language servers, which partwire does not run."""
+    return _json([])
+
+
+@router.get("/project/{projectID}/directories", operation_id="project.directories")
+async def project_directories(request: Request, projectID: str) -> Response:
+    """The directories of a project: partwire serves each project from its one directory."""
+    runtime = _runtime(request)
+    sessions = await runtime.store.list_sessions()
+    known = await asyncio.to_thread(
+        _known_projects, runtime.settings.project_dir, list(runtime.projects), sessions
+    )
+    for info in known:
+        if info["id"] == projectID:
+            directory = info["sandboxes"][0] if info["sandboxes"] else info["worktree"]
+            return _json([{"directory": directory}])
+    raise NotFoundError("Project", projectID)
 
 
 # partwire has no LSP, formatter, MCP or custom-command subsystems yet: truthful empty answers

@@ -1,0 +1,92 @@
+"""App-level routes opencode's TUI calls: ``POST /log`` and the ``/experimental`` ones.
+
+Where partwire has no such subsystem (background sub-agents, the console, MCP
+resources, workspaces, project copies) the answer is the truthful empty one, in
+opencode's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request, Response
+
+from partwire.errors import NotFoundError
+from partwire.schema.base import WireModel
+from partwire.server.routes.scope import runtime_of
+from partwire.tools.registry import all_tools
+
+router = APIRouter(tags=["app"])
+
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+class LogEntry(WireModel):
+    service: str
+    level: Literal["debug", "info", "error", "warn"]
+    message: str
+    extra: dict[str, Any] | None = None
+
+
+def _json(value: Any) -> Response:
+    return Response(json.dumps(value), media_type="application/json")
+
+
+@router.post("/log", operation_id="app.log")
+async def write_log(body: LogEntry) -> Response:
+    """A client's log line, written to partwire's log under ``client.<service>``."""
+    logger = logging.getLogger(f"client.{body.service}")
+    suffix = f" {json.dumps(body.extra)}" if body.extra else ""
+    logger.log(LEVELS[body.level], "%s%s", body.message, suffix)
+    return _json(True)
+
+
+@router.get("/experimental/tool/ids", operation_id="tool.ids")
+async def tool_ids() -> Response:
+    return _json(sorted(tool.id for tool in all_tools()))
+
+
+@router.get("/experimental/capabilities", operation_id="experimental.capabilities.get")
+async def capabilities() -> Response:
+    return _json({"backgroundSubagents": False})
+
+
+@router.get("/experimental/console", operation_id="experimental.console.get")
+async def console() -> Response:
+    return _json({"consoleManagedProviders": [], "switchableOrgCount": 0})
+
+
+@router.get("/experimental/resource", operation_id="experimental.resource.list")
+async def resources() -> Response:
+    return _json({})  # MCP resources: partwire has no MCP clients
+
+
+@router.get("/experimental/workspace", operation_id="experimental.workspace.list")
+async def workspaces() -> Response:
+    return _json([])
+
+
+@router.post(
+    "/experimental/project/{projectID}/copy/refresh",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.projectCopy.refresh",
+)
+async def refresh_copies(request: Request, projectID: str) -> Response:
+    """Project copies (opencode's worktrees) do not exist here: nothing to refresh, for a
+    project this server knows."""
+    from partwire.session.sessions import project_id
+
+    runtime = runtime_of(request)
+    directories = {str(runtime.settings.project_dir), *map(str, runtime.projects)}
+    directories |= {s.directory for s in await runtime.store.list_sessions()}
+    if projectID not in {project_id(d) for d in directories}:
+        raise NotFoundError("Project", projectID)
+    return Response(status_code=204)

@@ -1,0 +1,104 @@
+"""The routes opencode's TUI and SDK call beyond v1's core: vcs status and diffs, the
+user's config, provider auth methods, client logs and the /experimental answers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.reference import validate_schema
+
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=root, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", ".")
+    git(project, "commit", "-qm", "start")
+    return project
+
+
+async def test_vcs_status_and_diff_follow_git(http: httpx.AsyncClient, repo: Path) -> None:
+    (repo / "notes.txt").write_text("alpha\nBETA\ngamma\n")
+    (repo / "new.txt").write_text("one\ntwo\n")
+    (repo / "README.md").unlink()
+    status = {e["file"]: e for e in (await http.get("/vcs/status")).json()}
+    assert status["notes.txt"] == {
+        "file": "notes.txt", "additions": 2, "deletions": 1, "status": "modified",
+    }  # fmt: skip
+    assert status["new.txt"]["status"] == "added" and status["README.md"]["status"] == "deleted"
+    diff = {e["file"]: e for e in (await http.get("/vcs/diff?mode=git")).json()}
+    assert "+BETA" in diff["notes.txt"]["patch"] and "-beta" in diff["notes.txt"]["patch"]
+    assert diff["new.txt"]["patch"].endswith("+one\n+two\n")
+    assert diff["README.md"]["status"] == "deleted"
+
+    # branch mode: everything since the branch left main, committed or not
+    git(repo, "checkout", "-qb", "feature")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "work")
+    (repo / "later.txt").write_text("later\n")
+    assert (await http.get("/vcs/diff?mode=git")).json()[0]["file"] == "later.txt"
+    branch = {e["file"] for e in (await http.get("/vcs/diff?mode=branch")).json()}
+    assert branch == {"notes.txt", "new.txt", "README.md", "later.txt"}
+    assert (await http.get("/vcs/diff")).status_code == 400  # mode is required
+
+
+async def test_outside_git_there_is_nothing_to_diff(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/vcs/status")).json() == []
+    assert (await http.get("/vcs/diff?mode=git")).json() == []
+
+
+async def test_global_config_is_the_users_file(http: httpx.AsyncClient, tmp_path: Path) -> None:
+    user_file = tmp_path / "config" / "partwire.json"
+    assert (await http.get("/global/config")).json() == {}
+    patched = await http.patch(
+        "/global/config", json={"provider": {"openai": {"options": {"apiKey": "sk-secret"}}}}
+    )
+    assert patched.status_code == 200
+    assert patched.json()["provider"]["openai"]["options"]["apiKey"] == "[redacted]"
+    assert (
+        json.loads(user_file.read_text())["provider"]["openai"]["options"]["apiKey"] == "sk-secret"
+    )
+    # it takes effect: openai is configured now, authenticated by an API key
+    auth = (await http.get("/provider/auth")).json()
+    assert auth == {"openai": [{"type": "api", "label": "API key"}]}
+    before = user_file.read_text()
+    for wrong in ({"options": 5}, {"options": {"headers": []}}, {"models": "x"}):
+        bad = await http.patch("/global/config", json={"provider": {"openai": wrong}})
+        assert bad.status_code == 400 and "must be an object" in bad.text
+        assert user_file.read_text() == before  # a bad patch changes nothing
+
+
+async def test_a_client_log_line_goes_to_the_log(
+    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="client.tui"):
+        body = {"service": "tui", "level": "warn", "message": "it broke", "extra": {"n": 1}}
+        assert (await http.post("/log", json=body)).json() is True
+    (record,) = [r for r in caplog.records if r.name == "client.tui"]
+    assert record.levelno == logging.WARNING and record.getMessage() == 'it broke {"n": 1}'
+    wrong = await http.post("/log", json={"service": "tui", "level": "loud", "message": "x"})
+    assert wrong.status_code == 400
+
+
+async def test_tool_ids_and_project_copies(http: httpx.AsyncClient) -> None:
+    ids = (await http.get("/experimental/tool/ids")).json()
+    assert {"bash", "read", "edit", "write", "task"} <= set(ids) and ids == sorted(ids)
+    project = (await http.get("/project/current")).json()["id"]
+    refreshed = await http.post(f"/experimental/project/{project}/copy/refresh")
+    assert refreshed.status_code == 204
+    unknown = await http.post("/experimental/project/nope/copy/refresh")
+    assert unknown.status_code == 404
+    directories = (await http.get(f"/project/{project}/directories")).json()
+    validate_schema({"$ref": "#/components/schemas/ProjectDirectories"}, directories)
+    assert (await http.get("/project/nope/directories")).status_code == 404

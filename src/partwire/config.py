@@ -318,14 +318,14 @@ def _providers(
     return {pid: _provider(pid, raw or {}, env, trust(pid)) for pid, raw in raw_providers.items()}
 
 
-def _user_dir(env: dict[str, str]) -> Path:
+def user_config_dir(env: dict[str, str]) -> Path:
     return Path(
         env.get("PARTWIRE_CONFIG_DIR") or platformdirs.user_config_dir("partwire", appauthor=False)
     )
 
 
 def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
-    user = _user_dir(env) / CONFIG_FILE
+    user = user_config_dir(env) / CONFIG_FILE
     return [p for p in (user, project_dir / CONFIG_FILE) if p.is_file()]
 
 
@@ -410,7 +410,7 @@ def write_project_config(settings: Settings, patch: dict[str, Any]) -> Path:
 
 
 def user_config_path(settings: Settings) -> Path:
-    return _user_dir(settings.source_env) / CONFIG_FILE
+    return user_config_dir(settings.source_env) / CONFIG_FILE
 
 
 def read_user_config(settings: Settings) -> dict[str, Any]:

@@ -72,6 +72,7 @@ CASES: list[tuple[str, str, Any]] = [
     ("get", "/experimental/console", None),
     ("get", "/experimental/resource", None),
     ("get", "/experimental/workspace", None),
+    ("get", "/skill", None),
 ]
 # answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
 ELSEWHERE = {

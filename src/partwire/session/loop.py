@@ -47,6 +47,7 @@ from partwire.schema.part import ModelRef, ToolPart
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.compaction import overflows, pending_compaction, prune
+from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
 from partwire.session.processor import Processor, message_event, now_ms
 from partwire.session.prompt import (
@@ -62,6 +63,7 @@ from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
 from partwire.session.titles import Titler
 from partwire.session.toolhost import ToolHost
+from partwire.skills import system_text
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, ToolContext
 from partwire.tools.registry import all_tools, enabled_lookup, get_tool, tool_specs
@@ -329,10 +331,15 @@ class SessionLoop:
     async def _step(
         self, session_id: str, run: _Run, user: UserMessage, history: list[MessageWithParts]
     ) -> AssistantMessage:
-        model = self._model(user)
+        model: LanguageModel = self._model(user)
+        subtask = pending_subtask(user, history)
+        if subtask is not None:  # the user delegated: the task call comes before the model
+            model = Delegation(subtask, model)
         message = self._assistant(session_id, user, model)
-        system = f"{SYSTEM_PROMPT}\n\n{user.system}" if user.system else SYSTEM_PROMPT
-        request = ModelRequest(system, to_turns(history), tool_specs(_disabled_tools(user)))
+        disabled = _disabled_tools(user)
+        skills = "" if "skill" in disabled else system_text(await self.host.skills())
+        system = "\n\n".join(part for part in (SYSTEM_PROMPT, skills, user.system) if part)
+        request = ModelRequest(system, to_turns(history), tool_specs(disabled))
         return await self._call(
             session_id, run, user, model, message, request, history, self.reverts.snapshots
         )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from partwire.config import Settings
+from partwire.config import Settings, user_config_dir
 from partwire.editor import EditorFiles
 from partwire.permission import Permissions
 from partwire.question import Questions
@@ -16,6 +16,7 @@ from partwire.schema.event import TodoProps, TodoUpdated
 from partwire.schema.message import MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Agent, QuestionInfo, Todo, ToolRef
+from partwire.skills import Skill, discover
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, TodoAccess, ToolContext
 
@@ -86,6 +87,11 @@ class ToolHost:
     editor: EditorFiles | None = None
     subtasks: SubtaskRunner | None = None
 
+    async def skills(self) -> list[Skill]:
+        """The skills of this project (and the user's), read from disk each time."""
+        user_dir = user_config_dir(self.settings.source_env)
+        return await asyncio.to_thread(discover, self.settings.project_dir, user_dir)
+
     def context(
         self,
         *,
@@ -116,6 +122,7 @@ class ToolHost:
         )
         if self.subtasks is not None:
             context.subtasks = scope.subtask
+        context.skills = self.skills
         if self.editor is not None:
             editor = self.editor
 

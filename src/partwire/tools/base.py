@@ -16,6 +16,7 @@ from partwire.errors import ToolArgumentsError, ToolError
 from partwire.providers.stream import ToolSpec
 from partwire.schema.message import MessageWithParts
 from partwire.schema.permission import QuestionInfo, Todo
+from partwire.skills import Skill
 from partwire.tools.truncate import truncate
 
 A = TypeVar("A", bound=BaseModel)
@@ -92,6 +93,10 @@ async def _no_editor(path: Path) -> str | None:
     return None
 
 
+async def _no_skills() -> list[Skill]:
+    return []
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know and do."""
@@ -111,6 +116,7 @@ class ToolContext:
     subtasks: Subtasks = _no_subtasks
     # the text an attached editor has for a file (unsaved changes too); None: read the disk
     editor_text: Callable[[Path], Awaitable[str | None]] = _no_editor
+    skills: Callable[[], Awaitable[list[Skill]]] = _no_skills
 
     @property
     def idempotency_key(self) -> str:

@@ -42,6 +42,7 @@ def load_builtin_tools() -> None:
         list,
         question,
         read,
+        skill,
         task,
         todo,
         webfetch,
@@ -51,5 +52,6 @@ def load_builtin_tools() -> None:
     for tool in (
         read.TOOL, list.TOOL, glob.TOOL, grep.TOOL, webfetch.TOOL, bash.TOOL, edit.TOOL,
         write.TOOL, apply_patch.TOOL, todo.WRITE, todo.READ, task.TOOL, question.TOOL,
+        skill.TOOL,
     ):  # fmt: skip
         register_tool(tool)

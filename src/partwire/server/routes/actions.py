@@ -5,17 +5,28 @@ from __future__ import annotations
 import json
 
 from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
 
-from partwire.errors import NotFoundError
+from partwire import commands
+from partwire.errors import BadRequestError, NotFoundError
 from partwire.providers.registry import parse_model_ref
 from partwire.runtime import Runtime
-from partwire.schema.input import CommandInput, InitInput, PromptInput, ShellInput, TextPartInput
+from partwire.schema.input import (
+    CommandInput,
+    FilePartInput,
+    InitInput,
+    PartInput,
+    PromptInput,
+    ShellInput,
+    SubtaskPartInput,
+    TextPartInput,
+)
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
 from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
-from partwire.session.agents import get_agent
+from partwire.session.agents import DEFAULT_SUBAGENT, get_agent
 from partwire.session.prompt import refuse_taken_ids
 from partwire.session.shell import run_shell
 
@@ -64,8 +75,41 @@ async def shell(request: Request, sessionID: str, body: ShellInput) -> Response:
 
 @router.post("/command", response_model=AssistantWithParts, operation_id="session.command")
 async def command(request: Request, sessionID: str, body: CommandInput) -> Response:
-    await session_project(request, sessionID)
-    raise NotFoundError("Command", body.command)  # GET /command lists none yet
+    """Run a custom command (``partwire.commands``): its template, with the arguments put
+    in, is the prompt; a ``subtask`` command hands it to a sub-agent. Waits for the answer."""
+    _, project = await session_project(request, sessionID)
+    found = {c.name: c for c in await commands.of_project(project.settings)}
+    chosen = found.get(body.command)
+    if chosen is None:
+        raise NotFoundError("Command", body.command)
+    model = body.model or chosen.model
+    model_ref = None
+    if model:
+        provider_id, model_id = parse_model_ref(model)
+        model_ref = ModelRef(provider_id=provider_id, model_id=model_id)
+    agent = body.agent or chosen.agent
+    try:
+        files = [FilePartInput.model_validate(part) for part in body.parts or []]
+    except ValidationError as exc:
+        raise BadRequestError(f"parts: {exc.errors()[0]['msg']}", field="parts") from None
+    text = chosen.expand(body.arguments)
+    parts: list[PartInput]
+    if chosen.subtask:
+        description = chosen.description or chosen.name
+        subtask = SubtaskPartInput(
+            prompt=text,
+            description=description,
+            agent=agent or DEFAULT_SUBAGENT,
+            model=model_ref,
+            command=chosen.name,
+        )
+        parts, agent, model_ref = [subtask, *files], None, None
+    else:
+        parts = [TextPartInput(text=text), *files]
+    prompt = PromptInput(
+        message_id=body.message_id, agent=agent, model=model_ref, variant=body.variant, parts=parts
+    )
+    return wire(await project.loop.prompt(sessionID, prompt))
 
 
 def _not_shared() -> Response:

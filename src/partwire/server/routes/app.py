@@ -7,15 +7,18 @@ opencode's shape.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 
+from partwire.config import user_config_dir
 from partwire.errors import NotFoundError
 from partwire.schema.base import WireModel
-from partwire.server.routes.scope import runtime_of
+from partwire.server.routes.scope import requested_project, runtime_of
+from partwire.skills import discover
 from partwire.tools.registry import all_tools
 
 router = APIRouter(tags=["app"])
@@ -46,6 +49,15 @@ async def write_log(body: LogEntry) -> Response:
     suffix = f" {json.dumps(body.extra)}" if body.extra else ""
     logger.log(LEVELS[body.level], "%s%s", body.message, suffix)
     return _json(True)
+
+
+@router.get("/skill", operation_id="app.skills")
+async def skills(request: Request) -> Response:
+    """The skills the project's sessions may load (``partwire.skills``)."""
+    settings = requested_project(request).settings
+    user_dir = user_config_dir(settings.source_env)
+    found = await asyncio.to_thread(discover, settings.project_dir, user_dir)
+    return _json([skill.wire() for skill in found])
 
 
 @router.get("/experimental/tool/ids", operation_id="tool.ids")

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import platformdirs
 from fastapi import APIRouter, Query, Request, Response
 
+from partwire import commands as command_files
 from partwire import workspace
 from partwire.errors import NotFoundError
 from partwire.runtime import Runtime
@@ -184,7 +185,7 @@ async def project_directories(request: Request, projectID: str) -> Response:
     raise NotFoundError("Project", projectID)
 
 
-# partwire has no LSP, formatter, MCP or custom-command subsystems yet: truthful empty answers
+# partwire has no LSP, formatter or MCP subsystems yet: truthful empty answers
 @router.get("/lsp", operation_id="lsp.status")
 async def lsp() -> Response:
     return _json([])
@@ -207,8 +208,10 @@ async def mcp_add() -> Response:
 
 
 @router.get("/command", operation_id="command.list")
-async def commands() -> Response:
-    return _json([])
+async def commands(request: Request) -> Response:
+    """The custom commands of the project (``partwire.commands``)."""
+    found = await command_files.of_project(requested_project(request).settings)
+    return _json([c.wire() for c in found])
 
 
 @router.post("/instance/dispose", operation_id="instance.dispose")

@@ -1,0 +1,96 @@
+"""Custom commands: discovery (files and config), templates, GET /command and
+POST /session/{id}/command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from partwire.commands import Command, discover
+from tests.reference import response_schema, validate_schema
+
+
+def write_command(root: Path, folder: str, name: str, text: str) -> None:
+    path = root / folder / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    return tmp_path / "config"
+
+
+def test_discovery_from_files_and_config(project: Path, user_dir: Path) -> None:
+    write_command(user_dir, "command", "review", "---\ndescription: user review\n---\nUser $1\n")
+    write_command(user_dir, "commands", "notes", "Write notes on $ARGUMENTS")
+    write_command(project, ".partwire/command", "review", "---\nagent: plan\n---\nReview $1\n")
+    write_command(project, ".opencode/commands", "team/ship", "---\nsubtask: true\n---\nShip it")
+    write_command(project, ".partwire/commands", "bad", "---\nsubtask: maybe\n---\nx")
+    write_command(project, ".partwire/commands", "empty", "---\ndescription: nothing\n---\n")
+    config = {"command": {"hello": {"template": "Say hi to $1", "model": "demo/demo"}, "x": 5}}
+    found = {c.name: c for c in discover(project, user_dir, config)}
+    assert sorted(found) == ["hello", "notes", "review", "team/ship"]
+    assert found["review"].agent == "plan" and found["review"].template == "Review $1"
+    assert found["team/ship"].subtask is True
+    assert found["hello"].model == "demo/demo"
+
+
+def test_templates_take_the_arguments() -> None:
+    command = Command(name="c", template="Fix $1 in $2, then: $ARGUMENTS")
+    assert command.hints == ["$1", "$2", "$ARGUMENTS"]
+    assert command.expand('"a b" c d e') == 'Fix a b in c d e, then: "a b" c d e'
+    assert command.expand("only") == "Fix only in , then: only"
+    plain = Command(name="p", template="Run the tests")
+    assert plain.hints == [] and plain.expand("") == "Run the tests"
+    assert plain.expand("fast") == "Run the tests\n\nfast"
+    assert Command(name="q", template="$1").expand("'unclosed") == "'unclosed"
+
+
+async def test_the_routes_list_and_run_commands(server: str, project: Path) -> None:
+    write_command(project, ".partwire/command", "show", "---\ndescription: List\n---\n$1")
+    write_command(project, ".partwire/command", "say", "bash echo $ARGUMENTS")
+    write_command(
+        project, ".partwire/command", "delegate",
+        "---\ndescription: Look around\nsubtask: true\n---\nlist",
+    )  # fmt: skip
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        listed = (await http.get("/command")).json()
+        validate_schema(response_schema("/command", "get"), listed)
+        assert [c["name"] for c in listed] == ["delegate", "say", "show"]
+        assert listed[2] == {
+            "name": "show", "template": "$1", "source": "command", "hints": ["$1"],
+            "description": "List",
+        }  # fmt: skip
+
+        session = (await http.post("/session", json={})).json()["id"]
+        ran = await http.post(
+            f"/session/{session}/command", json={"command": "say", "arguments": "from a command"}
+        )
+        assert ran.status_code == 200, ran.text
+        validate_schema(response_schema("/session/{sessionID}/command", "post"), ran.json())
+        messages = (await http.get(f"/session/{session}/message")).json()
+        prompt = [p["text"] for p in messages[0]["parts"] if p["type"] == "text"]
+        assert prompt == ["bash echo from a command"]
+        tool = next(p for m in messages for p in m["parts"] if p["type"] == "tool")
+        assert tool["state"]["output"] == "from a command\n"
+
+        # a subtask command hands the prompt to a sub-agent
+        await http.post(
+            f"/session/{session}/command", json={"command": "delegate", "arguments": ""}
+        )
+        children = (await http.get(f"/session/{session}/children")).json()
+        assert len(children) == 1
+        subtask = [p for m in (await http.get(f"/session/{session}/message")).json()
+                   for p in m["parts"] if p["type"] == "subtask"]  # fmt: skip
+        assert subtask[0]["command"] == "delegate" and subtask[0]["prompt"] == "list"
+
+        missing = await http.post(f"/session/{session}/command", json={"command": "nope"})
+        assert missing.status_code == 404
+        bad_model = await http.post(
+            f"/session/{session}/command", json={"command": "show", "model": "nope"}
+        )
+        assert bad_model.status_code == 400 and "provider/model" in json.dumps(bad_model.json())

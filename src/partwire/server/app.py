@@ -28,6 +28,8 @@ from partwire.server.routes import (
     permission,
     session,
     uichat,
+    v2,
+    v2_sessions,
     workspace,
 )
 from partwire.server.routes import (
@@ -98,6 +100,8 @@ def create_app(settings: Settings) -> FastAPI:
         agui,
         editor,
         app_routes,
+        v2,
+        v2_sessions,
         permission,
         agent,
         config,

@@ -112,6 +112,10 @@ class SessionLoop:
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._runs
 
+    def running(self) -> list[str]:
+        """The sessions a run (or an external loop's recording) holds now."""
+        return list(self._runs)
+
     async def prompt(self, session_id: str, body: PromptInput) -> AssistantWithParts:
         """Store the prompt and wait for the run that answers it."""
         future = await self.enqueue(session_id, body)
@@ -226,6 +230,14 @@ class SessionLoop:
         if run.task is not None:
             await asyncio.wait({run.task})
         return True
+
+    async def wait_idle(self, session_id: str) -> None:
+        """Return once no run (ours or an external loop's recording) holds the session."""
+        while (run := self._runs.get(session_id)) is not None:
+            if run.task is not None:
+                await asyncio.wait({run.task})
+            else:
+                await asyncio.sleep(0.05)  # a recording: it ends when its loop says so
 
     async def ensure_idle(self, session_id: str) -> None:
         self.ensure_idle_now(session_id)

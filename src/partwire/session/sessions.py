@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from partwire import __version__, ids
 from partwire.config import Settings
-from partwire.errors import BadRequestError, NotFoundError
+from partwire.errors import BadRequestError, IdConflictError, NotFoundError
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     MessageInfo,
@@ -24,7 +24,7 @@ from partwire.schema.event import (
 from partwire.schema.export import SessionExport
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
 from partwire.schema.message import AssistantMessage, MessageWithParts
-from partwire.schema.session import Session, SessionTime
+from partwire.schema.session import Session, SessionModel, SessionTime
 from partwire.session.agents import get_agent
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
@@ -71,7 +71,11 @@ class Sessions:
         self.loop = loop
         self.settings = settings
 
-    async def create(self, body: SessionCreateInput) -> Session:
+    async def create(self, body: SessionCreateInput, *, session_id: str | None = None) -> Session:
+        """A new session; ``session_id`` (``ses…``, opencode v2's client-chosen id) must be
+        unused (IdConflictError)."""
+        if session_id is not None and await self._session_exists(session_id):
+            raise IdConflictError("id", session_id)
         if body.parent_id is not None:
             await self.store.get_session(body.parent_id)
         if body.agent is not None:
@@ -85,7 +89,7 @@ class Sessions:
         directory = str(self.settings.project_dir)
         stamp = datetime.fromtimestamp(now / 1000, UTC).isoformat(timespec="seconds")
         session = Session(
-            id=ids.session_id(),
+            id=session_id or ids.session_id(),
             slug=_slug(),
             project_id=project_id(directory),
             directory=directory,
@@ -200,6 +204,26 @@ class Sessions:
         if body.time is not None and body.time.archived is not None:
             stamp["archived"] = int(body.time.archived)
         update["time"] = session.time.model_copy(update=stamp)
+        updated = session.model_copy(update=update)
+        await self.store.put_session(
+            updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+        )
+        return updated
+
+    async def switch(
+        self, session_id: str, *, agent: str | None = None, model: SessionModel | None = None
+    ) -> Session:
+        """Set the agent or the model the session's next prompts use (opencode v2)."""
+        session = await self.store.get_session(session_id)
+        stamp = {"updated": int(time.time() * 1000)}
+        update: dict[str, object] = {"time": session.time.model_copy(update=stamp)}
+        if agent is not None:
+            get_agent(agent)
+            update["agent"] = agent
+        if model is not None:
+            resolve_model(model.provider_id, model.id, self.settings)
+            refuse_variant(model.provider_id, model.id, model.variant, "model.variant")
+            update["model"] = model
         updated = session.model_copy(update=update)
         await self.store.put_session(
             updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]

@@ -1,0 +1,394 @@
+"""opencode's v2 API, the session half: list, create, get, active, prompt, wait,
+interrupt, compact, switch agent or model, and the session's permission and question
+asks. The same sessions, loop and asks as v1.
+
+A prompt's ``delivery``: ``steer`` stores it now, and a running turn takes it up at its
+next step (partwire's loop always works on the newest prompt); ``queue`` waits for the
+session to go idle first (held in memory until then). ``resume: false`` stores the
+prompt without running the loop (v1's ``noReply``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import Field
+
+from partwire import ids
+from partwire.errors import NotFoundError
+from partwire.runtime import Project, Runtime
+from partwire.schema.base import Tokens, WireModel
+from partwire.schema.input import (
+    AgentPartInput,
+    FilePartInput,
+    PartInput,
+    PromptInput,
+    SessionCreateInput,
+    TextPartInput,
+)
+from partwire.schema.message import AssistantMessage, UserMessage
+from partwire.schema.part import ModelRef
+from partwire.schema.permission import PermissionReply
+from partwire.schema.session import Session, SessionModel
+from partwire.server.routes.scope import runtime_of
+from partwire.server.routes.v2 import body, permission_v2, question_v2
+from partwire.session.agents import get_agent
+from partwire.session.sessions import project_id
+
+router = APIRouter(prefix="/api/session", tags=["v2"])
+
+
+class ModelRefV2(WireModel):
+    id: str
+    provider_id: str = Field(alias="providerID")
+    variant: str | None = None
+
+    def session_model(self) -> SessionModel:
+        return SessionModel(id=self.id, provider_id=self.provider_id, variant=self.variant)
+
+
+class LocationRef(WireModel):
+    directory: str
+    workspace_id: str | None = Field(default=None, alias="workspaceID", pattern="^wrk")
+
+
+class CreateInput(WireModel):
+    id: str | None = Field(default=None, pattern="^ses")
+    agent: str | None = None
+    model: ModelRefV2 | None = None
+    location: LocationRef | None = None
+
+
+class FileAttachment(WireModel):
+    uri: str
+    name: str | None = None
+    description: str | None = None
+    source: dict[str, Any] | None = None
+
+
+class AgentAttachment(WireModel):
+    name: str
+    source: dict[str, Any] | None = None
+
+
+class PromptV2(WireModel):
+    text: str
+    files: list[FileAttachment] | None = None
+    agents: list[AgentAttachment] | None = None
+
+
+class PromptRequest(WireModel):
+    id: str | None = Field(default=None, pattern=ids.CLIENT_MESSAGE_ID)
+    prompt: PromptV2
+    delivery: Literal["steer", "queue"] = "steer"
+    resume: bool = True
+
+
+class AgentSwitch(WireModel):
+    agent: str
+
+
+class ModelSwitch(WireModel):
+    model: ModelRefV2
+
+
+class PermissionAnswer(WireModel):
+    reply: PermissionReply
+    message: str | None = None
+
+
+class QuestionAnswer(WireModel):
+    answers: list[list[str]]
+
+
+# ---- sessions in v2's shape -------------------------------------------------------------------
+
+
+async def session_v2(runtime: Runtime, session: Session) -> dict[str, Any]:
+    tokens, cost = Tokens(), 0.0
+    for message in await runtime.store.list_messages(session.id):
+        if isinstance(message.info, AssistantMessage):
+            tokens, cost = tokens.plus(message.info.tokens), cost + message.info.cost
+    info: dict[str, Any] = {
+        "id": session.id,
+        "projectID": project_id(session.directory),
+        "cost": cost,
+        "tokens": {
+            "input": tokens.input,
+            "output": tokens.output,
+            "reasoning": tokens.reasoning,
+            "cache": {"read": tokens.cache.read, "write": tokens.cache.write},
+        },
+        "time": {"created": session.time.created, "updated": session.time.updated},
+        "title": session.title,
+        "location": {"directory": session.directory},
+    }
+    if session.parent_id is not None:
+        info["parentID"] = session.parent_id
+    if session.agent is not None:
+        info["agent"] = session.agent
+    if session.model is not None:
+        info["model"] = {"id": session.model.id, "providerID": session.model.provider_id}
+    if session.time.archived is not None:
+        info["time"]["archived"] = session.time.archived
+    return info
+
+
+async def _session(request: Request, session_id: str) -> tuple[Runtime, Session, Project]:
+    runtime = runtime_of(request)
+    session = await runtime.store.get_session(session_id)
+    return runtime, session, runtime.project_of(session)
+
+
+@router.get("", operation_id="v2.session.list")
+async def list_sessions(
+    request: Request,
+    limit: int = Query(default=50, ge=1, le=1000),
+    order: Literal["asc", "desc"] = "desc",
+    search: str | None = None,
+    directory: str | None = None,
+    project: str | None = None,
+    cursor: str | None = None,
+) -> Response:
+    """Sessions by last update (newest first unless ``order=asc``), ``limit`` a page;
+    ``cursor`` is the ``next`` of the page before."""
+    runtime = runtime_of(request)
+    sessions = await runtime.store.list_sessions()
+    if directory:
+        sessions = [s for s in sessions if s.directory == directory]
+    if project:
+        sessions = [s for s in sessions if project_id(s.directory) == project]
+    if search:
+        sessions = [s for s in sessions if search.lower() in s.title.lower()]
+    sessions.sort(key=lambda s: (s.time.updated, s.id), reverse=order == "desc")
+    start = 0
+    if cursor:
+        start = next((n + 1 for n, s in enumerate(sessions) if s.id == cursor), len(sessions))
+    page = sessions[start : start + limit]
+    more = start + limit < len(sessions)
+    next_cursor = {"next": page[-1].id} if more and page else {}
+    data = [await session_v2(runtime, s) for s in page]
+    return body({"data": data, "cursor": next_cursor})
+
+
+@router.post("", operation_id="v2.session.create")
+async def create_session(request: Request, payload: CreateInput) -> Response:
+    runtime = runtime_of(request)
+    directory = payload.location.directory if payload.location else None
+    project = runtime.project(directory)
+    create = SessionCreateInput(
+        agent=payload.agent,
+        model=payload.model.session_model() if payload.model else None,
+    )
+    session = await project.sessions.create(create, session_id=payload.id)
+    return body({"data": await session_v2(runtime, session)})
+
+
+@router.get("/active", operation_id="v2.session.active")
+async def active(request: Request) -> Response:
+    runtime = runtime_of(request)
+    running = {
+        session_id: {"type": "running"}
+        for project in runtime.projects.values()
+        for session_id in project.loop.running()
+    }
+    return body({"data": running})
+
+
+@router.get("/{sessionID}", operation_id="v2.session.get")
+async def get_session(request: Request, sessionID: str) -> Response:
+    runtime, session, _ = await _session(request, sessionID)
+    return body({"data": await session_v2(runtime, session)})
+
+
+def _parts(prompt: PromptV2) -> list[PartInput]:
+    parts: list[PartInput] = [TextPartInput(text=prompt.text)]
+    for attached in prompt.files or []:
+        name = attached.name or attached.uri.rsplit("/", 1)[-1]
+        mime = mimetypes.guess_type(name)[0] or "text/plain"
+        parts.append(FilePartInput(mime=mime, url=attached.uri, filename=name))
+    parts += [AgentPartInput(name=agent.name) for agent in prompt.agents or []]
+    return parts
+
+
+@router.post("/{sessionID}/prompt", operation_id="v2.session.prompt")
+async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Response:
+    runtime, _, project = await _session(request, sessionID)
+    message_id = payload.id or ids.message_id()
+    body_in = PromptInput(message_id=message_id, parts=_parts(payload.prompt))
+    loop = project.loop
+    if not payload.resume:
+        await loop.add_without_reply(sessionID, body_in)
+    elif payload.delivery == "queue" and loop.is_busy(sessionID):
+        asyncio.get_running_loop().create_task(_after_idle(project, sessionID, body_in))
+    else:
+        future = await loop.enqueue(sessionID, body_in)
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    users = [
+        m for m in await runtime.store.list_messages(sessionID) if isinstance(m.info, UserMessage)
+    ]
+    admitted: dict[str, Any] = {
+        "admittedSeq": len(users),
+        "id": message_id,
+        "sessionID": sessionID,
+        "prompt": payload.prompt.wire(),
+        "delivery": payload.delivery,
+        "timeCreated": int(time.time() * 1000),
+    }
+    for attached in admitted["prompt"].get("files", []):
+        name = attached.get("name") or attached["uri"].rsplit("/", 1)[-1]
+        attached["mime"] = mimetypes.guess_type(name)[0] or "text/plain"
+    return body({"data": admitted})
+
+
+async def _after_idle(project: Project, session_id: str, body_in: PromptInput) -> None:
+    await project.loop.wait_idle(session_id)
+    future = await project.loop.enqueue(session_id, body_in)
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+@router.post(
+    "/{sessionID}/wait", status_code=204, response_class=Response, operation_id="v2.session.wait"
+)
+async def wait(request: Request, sessionID: str) -> Response:
+    _, _, project = await _session(request, sessionID)
+    await project.loop.wait_idle(sessionID)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/interrupt",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.interrupt",
+)
+async def interrupt(request: Request, sessionID: str) -> Response:
+    _, _, project = await _session(request, sessionID)
+    await project.loop.abort(sessionID)  # idle: nothing to stop
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/compact",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.compact",
+)
+async def compact(request: Request, sessionID: str) -> Response:
+    runtime, _, project = await _session(request, sessionID)
+    users = [
+        m.info
+        for m in await runtime.store.list_messages(sessionID)
+        if isinstance(m.info, UserMessage)
+    ]
+    model = users[-1].model if users else None
+    if model is None:
+        provider_id, _, model_id = runtime.settings.default_model.partition("/")
+        model = ModelRef(provider_id=provider_id, model_id=model_id)
+    await project.loop.summarize(sessionID, model)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/agent",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.switchAgent",
+)
+async def switch_agent(request: Request, sessionID: str, payload: AgentSwitch) -> Response:
+    _, _, project = await _session(request, sessionID)
+    get_agent(payload.agent)
+    await project.sessions.switch(sessionID, agent=payload.agent)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/model",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.switchModel",
+)
+async def switch_model(request: Request, sessionID: str, payload: ModelSwitch) -> Response:
+    _, _, project = await _session(request, sessionID)
+    await project.sessions.switch(sessionID, model=payload.model.session_model())
+    return Response(status_code=204)
+
+
+@router.get("/{sessionID}/permission", operation_id="v2.session.permission.list")
+async def permissions(request: Request, sessionID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    pending = [p for p in runtime.permissions.pending() if p.session_id == sessionID]
+    return body({"data": [permission_v2(p) for p in pending]})
+
+
+@router.get("/{sessionID}/permission/{requestID}", operation_id="v2.session.permission.get")
+async def permission(request: Request, sessionID: str, requestID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    for pending in runtime.permissions.pending():
+        if pending.id == requestID and pending.session_id == sessionID:
+            return body({"data": permission_v2(pending)})
+    raise NotFoundError("Permission request", requestID)
+
+
+@router.post(
+    "/{sessionID}/permission/{requestID}/reply",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.permission.reply",
+)
+async def reply_permission(
+    request: Request, sessionID: str, requestID: str, payload: PermissionAnswer
+) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    if not any(
+        p.id == requestID and p.session_id == sessionID for p in runtime.permissions.pending()
+    ):
+        raise NotFoundError("Permission request", requestID)
+    await runtime.permissions.reply(requestID, payload.reply, payload.message)
+    return Response(status_code=204)
+
+
+@router.get("/{sessionID}/question", operation_id="v2.session.question.list")
+async def questions(request: Request, sessionID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    pending = [q for q in runtime.questions.pending() if q.session_id == sessionID]
+    return body({"data": [question_v2(q) for q in pending]})
+
+
+def _check_question(runtime: Runtime, session_id: str, request_id: str) -> None:
+    if not any(
+        q.id == request_id and q.session_id == session_id for q in runtime.questions.pending()
+    ):
+        raise NotFoundError("Question request", request_id)
+
+
+@router.post(
+    "/{sessionID}/question/{requestID}/reply",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.question.reply",
+)
+async def reply_question(
+    request: Request, sessionID: str, requestID: str, payload: QuestionAnswer
+) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    _check_question(runtime, sessionID, requestID)
+    await runtime.questions.reply(requestID, payload.answers)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/question/{requestID}/reject",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.question.reject",
+)
+async def reject_question(request: Request, sessionID: str, requestID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    _check_question(runtime, sessionID, requestID)
+    await runtime.questions.reject(requestID)
+    return Response(status_code=204)

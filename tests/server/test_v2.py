@@ -1,0 +1,206 @@
+"""opencode's v2 API (/api/*): every answer validates against the reference, and the
+session actions (prompt, wait, interrupt, compact, switches, asks) work on the same
+sessions as v1."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.reference import document, validate_schema
+
+CATALOG = [
+    "/api/health", "/api/location", "/api/agent", "/api/command", "/api/skill", "/api/model",
+    "/api/provider", "/api/provider/demo", "/api/fs/find?query=read", "/api/fs/list",
+    "/api/fs/list?path=src", "/api/permission/request", "/api/question/request",
+    "/api/reference", "/api/integration", "/api/pty", "/api/session", "/api/session/active",
+]  # fmt: skip
+
+
+def template(path: str) -> str:
+    bare = path.split("?")[0]
+    if bare == "/api/provider/demo":
+        return "/api/provider/{providerID}"
+    for name in ("sessionID", "requestID"):
+        bare = bare.replace(f"<{name}>", "{" + name + "}")
+    return bare
+
+
+def check(path: str, method: str, response: httpx.Response) -> Any:
+    assert response.status_code == 200, f"{method} {path}: {response.status_code} {response.text}"
+    operation = document()["paths"][template(path)][method]
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    data = response.json()
+    validate_schema(schema, data)
+    return data
+
+
+async def settle(http: httpx.AsyncClient, session_id: str) -> None:
+    response = await http.post(f"/api/session/{session_id}/wait")
+    assert response.status_code == 204
+
+
+async def new_session(http: httpx.AsyncClient, **fields: Any) -> str:
+    created = check("/api/session", "post", await http.post("/api/session", json=fields))
+    session_id: str = created["data"]["id"]
+    return session_id
+
+
+async def test_the_catalog_answers_with_the_reference_shapes(
+    http: httpx.AsyncClient, project: Path
+) -> None:
+    for path in CATALOG:
+        check(path, "get", await http.get(path))
+    location = (await http.get("/api/location")).json()
+    assert location["directory"] == str(project)
+    agents = (await http.get("/api/agent")).json()["data"]
+    assert {a["id"] for a in agents} == {"build", "plan", "general"}
+    found = (await http.get("/api/fs/find?query=app&type=file")).json()["data"]
+    assert {"path": "src/app.py", "type": "file"} in found
+    listed = (await http.get("/api/fs/list?path=src")).json()["data"]
+    assert listed == [{"path": "src/app.py", "type": "file"}]
+    read = await http.get("/api/fs/read/README.md")
+    assert read.status_code == 200 and read.content == (project / "README.md").read_bytes()
+    assert (await http.get("/api/fs/read/../secret.txt")).status_code in (400, 404)
+    assert (await http.get("/api/provider/nope")).status_code == 404
+
+
+async def test_a_session_through_v2_is_the_same_as_v1s(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http, agent="build", model={"id": "demo", "providerID": "demo"})
+    v1 = (await http.get(f"/session/{session_id}")).json()
+    assert v1["agent"] == "build" and v1["model"]["id"] == "demo"
+    admitted = check(
+        "/api/session/<sessionID>/prompt",
+        "post",
+        await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "list"}}),
+    )["data"]
+    assert admitted["sessionID"] == session_id and admitted["admittedSeq"] == 1
+    await settle(http, session_id)
+    info = check("/api/session/<sessionID>", "get", await http.get(f"/api/session/{session_id}"))[
+        "data"
+    ]
+    assert info["tokens"]["output"] > 0
+    messages = (await http.get(f"/session/{session_id}/message")).json()
+    assert messages[0]["info"]["id"] == admitted["id"]
+    assert [m["info"]["role"] for m in messages][:2] == ["user", "assistant"]
+    listed = check("/api/session", "get", await http.get("/api/session?limit=1"))
+    assert [s["id"] for s in listed["data"]] == [session_id] and listed["cursor"] == {}
+    # a client-chosen id, once
+    chosen = await new_session(http, id="ses_v2chosen")
+    assert chosen == "ses_v2chosen"
+    again = await http.post("/api/session", json={"id": "ses_v2chosen"})
+    assert again.status_code == 409
+
+
+async def test_switches_and_asks(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http)
+    switched = await http.post(f"/api/session/{session_id}/agent", json={"agent": "plan"})
+    assert switched.status_code == 204
+    assert (await http.get(f"/session/{session_id}")).json()["agent"] == "plan"
+    bad = await http.post(f"/api/session/{session_id}/agent", json={"agent": "nobody"})
+    assert bad.status_code == 400
+    bad_model = await http.post(
+        f"/api/session/{session_id}/model", json={"model": {"id": "x", "providerID": "nope"}}
+    )
+    assert bad_model.status_code in (400, 404)
+
+    prompt = {"prompt": {"text": "bash echo v2"}}
+    await http.post(f"/api/session/{session_id}/prompt", json=prompt)
+    asks: list[dict[str, Any]] = []
+    for _ in range(200):
+        asks = (await http.get(f"/api/session/{session_id}/permission")).json()["data"]
+        if asks:
+            break
+        await asyncio.sleep(0.02)
+    check("/api/session/<sessionID>/permission", "get", await http.get(
+        f"/api/session/{session_id}/permission"))  # fmt: skip
+    (ask,) = asks
+    assert ask["action"] == "bash" and ask["resources"] == ["echo v2"]
+    assert ask["source"]["type"] == "tool"
+    one = await http.get(f"/api/session/{session_id}/permission/{ask['id']}")
+    check("/api/session/<sessionID>/permission/<requestID>", "get", one)
+    replied = await http.post(
+        f"/api/session/{session_id}/permission/{ask['id']}/reply", json={"reply": "once"}
+    )
+    assert replied.status_code == 204
+    await settle(http, session_id)
+    tools = [
+        p
+        for m in (await http.get(f"/session/{session_id}/message")).json()
+        for p in m["parts"]
+        if p["type"] == "tool"
+    ]
+    assert tools[0]["state"]["output"] == "v2\n"
+    gone = await http.post(
+        f"/api/session/{session_id}/permission/{ask['id']}/reply", json={"reply": "once"}
+    )
+    assert gone.status_code == 404
+
+    await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "question"}})
+    questions: list[dict[str, Any]] = []
+    for _ in range(200):
+        questions = (await http.get(f"/api/session/{session_id}/question")).json()["data"]
+        if questions:
+            break
+        await asyncio.sleep(0.02)
+    answered = await http.post(
+        f"/api/session/{session_id}/question/{questions[0]['id']}/reply",
+        json={"answers": [["Blue"]]},
+    )
+    assert answered.status_code == 204
+    await settle(http, session_id)
+
+
+async def test_interrupt_compact_and_deliveries(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http)
+    await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "long 20000"}})
+    for _ in range(200):
+        if (await http.get("/api/session/active")).json()["data"]:
+            break
+        await asyncio.sleep(0.02)
+    assert (await http.get("/api/session/active")).json()["data"] == {
+        session_id: {"type": "running"}
+    }
+    # queued while busy: it runs after the current turn, not in it
+    queued = {"prompt": {"text": "hello"}, "delivery": "queue"}
+    assert (await http.post(f"/api/session/{session_id}/prompt", json=queued)).status_code == 200
+    assert (await http.post(f"/api/session/{session_id}/interrupt")).status_code == 204
+    await settle(http, session_id)
+    await asyncio.sleep(0.1)
+    await settle(http, session_id)
+    messages = (await http.get(f"/session/{session_id}/message")).json()
+    roles = [(m["info"]["role"], m["info"].get("error", {}).get("name")) for m in messages]
+    assert roles[:2] == [("user", None), ("assistant", "MessageAbortedError")]
+    assert roles[2:] == [("user", None), ("assistant", None)]  # the queued one, answered
+    assert (await http.post(f"/api/session/{session_id}/interrupt")).status_code == 204  # idle
+
+    stored_only = {"prompt": {"text": "note this"}, "resume": False}
+    await http.post(f"/api/session/{session_id}/prompt", json=stored_only)
+    after = (await http.get(f"/session/{session_id}/message")).json()
+    assert after[-1]["info"]["role"] == "user"  # stored, not answered
+
+    assert (await http.post(f"/api/session/{session_id}/compact")).status_code == 204
+    compacted = (await http.get(f"/session/{session_id}/message")).json()
+    assert any(m["info"].get("summary") for m in compacted)
+
+
+@pytest.mark.parametrize(
+    ("path", "payload"),
+    [
+        ("/api/session", {"id": "not-a-session"}),
+        ("/api/session", {"surprise": True}),
+        ("/api/session/{s}/prompt", {"prompt": {}}),
+        ("/api/session/{s}/prompt", {"prompt": {"text": "x"}, "delivery": "later"}),
+        ("/api/session/{s}/model", {"model": {"id": "demo"}}),
+    ],
+)
+async def test_bad_v2_input_is_a_400(
+    http: httpx.AsyncClient, path: str, payload: dict[str, Any]
+) -> None:
+    session_id = await new_session(http)
+    response = await http.post(path.replace("{s}", session_id), json=payload)
+    assert response.status_code == 400, response.text

@@ -25,7 +25,7 @@ def template(path: str) -> str:
     bare = path.split("?")[0]
     if bare == "/api/provider/demo":
         return "/api/provider/{providerID}"
-    for name in ("sessionID", "requestID"):
+    for name in ("sessionID", "requestID", "messageID"):
         bare = bare.replace(f"<{name}>", "{" + name + "}")
     return bare
 
@@ -204,3 +204,42 @@ async def test_bad_v2_input_is_a_400(
     session_id = await new_session(http)
     response = await http.post(path.replace("{s}", session_id), json=payload)
     assert response.status_code == 400, response.text
+
+
+async def test_messages_and_context_are_v2_projections(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http)
+    for text in ("list", "hello"):
+        await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": text}})
+        await settle(http, session_id)
+    page = check(
+        "/api/session/<sessionID>/message",
+        "get",
+        await http.get(f"/api/session/{session_id}/message?limit=3"),
+    )
+    kinds = [m["type"] for m in page["data"]]
+    assert kinds == ["user", "assistant", "assistant"] and page["data"][0]["text"] == "list"
+    tool = page["data"][1]["content"][0]
+    assert tool["type"] == "tool" and tool["name"] == "list"
+    assert (
+        tool["state"]["status"] == "completed"
+        and "README.md" in tool["state"]["content"][0]["text"]
+    )
+    rest = (
+        await http.get(f"/api/session/{session_id}/message?cursor={page['cursor']['next']}")
+    ).json()
+    assert [m["type"] for m in rest["data"]] == ["user", "assistant"] and rest["cursor"] == {}
+    newest = (await http.get(f"/api/session/{session_id}/message?order=desc&limit=1")).json()
+    assert newest["data"][0]["type"] == "assistant" and newest["data"][0]["finish"] == "stop"
+    one = await http.get(f"/api/session/{session_id}/message/{page['data'][0]['id']}")
+    check("/api/session/<sessionID>/message/<messageID>", "get", one)
+    assert (await http.get(f"/api/session/{session_id}/message/msg_nope")).status_code == 404
+    assert (await http.get(f"/api/session/{session_id}/message?cursor=bogus")).status_code == 400
+
+    await http.post(f"/api/session/{session_id}/compact")
+    context = check(
+        "/api/session/<sessionID>/context",
+        "get",
+        await http.get(f"/api/session/{session_id}/context"),
+    )["data"]
+    assert context[0]["type"] == "compaction" and context[0]["reason"] == "manual"
+    assert "list" in context[0]["summary"]

@@ -19,7 +19,8 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 
 from partwire import ids
-from partwire.errors import NotFoundError
+from partwire.errors import BadRequestError, NotFoundError
+from partwire.protocol.v2messages import context_messages, v2_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import Tokens, WireModel
 from partwire.schema.input import (
@@ -392,3 +393,50 @@ async def reject_question(request: Request, sessionID: str, requestID: str) -> R
     _check_question(runtime, sessionID, requestID)
     await runtime.questions.reject(requestID)
     return Response(status_code=204)
+
+
+@router.get("/{sessionID}/message", operation_id="v2.session.messages")
+async def messages(
+    request: Request,
+    sessionID: str,
+    limit: int = Query(default=100, ge=1, le=1000),
+    order: Literal["asc", "desc"] = "asc",
+    cursor: str | None = None,
+) -> Response:
+    """The projected messages, ``limit`` a page in ``order``; ``cursor`` is the ``next``
+    of the page before, and keeps its order."""
+    runtime, _, _ = await _session(request, sessionID)
+    projected = v2_messages(await runtime.store.list_messages(sessionID))
+    if cursor:
+        order, _, after = _read_cursor(cursor)
+    else:
+        after = ""
+    ordered = projected if order == "asc" else list(reversed(projected))
+    start = next((n + 1 for n, m in enumerate(ordered) if m["id"] == after), 0) if after else 0
+    page = ordered[start : start + limit]
+    pages: dict[str, str] = {}
+    if page and start + limit < len(ordered):
+        pages["next"] = f"{order}:{page[-1]['id']}"
+    return body({"data": page, "cursor": pages})
+
+
+def _read_cursor(cursor: str) -> tuple[Literal["asc", "desc"], str, str]:
+    order, sep, after = cursor.partition(":")
+    if not sep or order not in ("asc", "desc"):
+        raise BadRequestError(f"cursor {cursor!r} is not one this server made", field="cursor")
+    return ("asc" if order == "asc" else "desc"), sep, after
+
+
+@router.get("/{sessionID}/message/{messageID}", operation_id="v2.session.message")
+async def message(request: Request, sessionID: str, messageID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    for projected in v2_messages(await runtime.store.list_messages(sessionID)):
+        if projected["id"] == messageID:
+            return body({"data": projected})
+    raise NotFoundError("Message", messageID)
+
+
+@router.get("/{sessionID}/context", operation_id="v2.session.context")
+async def context(request: Request, sessionID: str) -> Response:
+    runtime, _, _ = await _session(request, sessionID)
+    return body({"data": context_messages(await runtime.store.list_messages(sessionID))})

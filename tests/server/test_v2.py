@@ -5,6 +5,7 @@ sessions as v1."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,45 @@ async def test_messages_and_context_are_v2_projections(http: httpx.AsyncClient) 
     )["data"]
     assert context[0]["type"] == "compaction" and context[0]["reason"] == "manual"
     assert "list" in context[0]["summary"]
+
+
+async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
+    frames: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def read(headers: dict[str, str], until: str) -> None:
+        async with httpx.AsyncClient(base_url=server, timeout=30) as stream_http:
+            async with stream_http.stream("GET", "/api/event", headers=headers) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                event_id = None
+                async for line in response.aiter_lines():
+                    if line.startswith("id: "):
+                        event_id = line[4:]
+                    elif line.startswith("data: "):
+                        frames.append((event_id, json.loads(line[6:])))
+                        event_id = None
+                        if frames[-1][1]["type"] == until:
+                            return
+
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        session_id = await new_session(http)
+        reader = asyncio.create_task(read({}, "session.idle"))
+        await asyncio.sleep(0.3)
+        await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "list"}})
+        await asyncio.wait_for(reader, 20)
+    kinds = [f["type"] for _, f in frames]
+    assert kinds[0] == "server.connected"
+    assert {"message.updated", "message.part.updated", "session.status", "session.idle"} <= set(
+        kinds
+    )
+    for _, event in frames:
+        validate_schema({"$ref": "#/components/schemas/V2Event"}, event)
+        assert event["location"] == {"directory": frames[0][1]["location"]["directory"]}
+    # resume after the first part update: exactly what followed it
+    logged = [(i, f) for i, f in frames if i is not None]
+    cut = next(n for n, (_, f) in enumerate(logged) if f["type"] == "message.part.updated")
+    first_run = list(frames)
+    frames.clear()
+    await asyncio.wait_for(read({"Last-Event-ID": str(logged[cut][0])}, "session.idle"), 20)
+    resumed = [f for i, f in frames if i is not None]
+    assert resumed == [f for _, f in logged[cut + 1 :]]
+    assert len(first_run) > len(resumed)

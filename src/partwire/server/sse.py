@@ -54,6 +54,31 @@ def global_framer(directory: str) -> Framer:
     return framed
 
 
+# partwire's events that opencode's v2 stream carries too; the rest have no v2 shape
+V2_TYPES = frozenset(REGISTRY) - {"editor.read", "server.instance.disposed", "server.resync"}
+
+
+def v2_framer(directory: str) -> Framer:
+    """GET /api/event: v2's native frame, ``{id, type, location, data}`` (``data`` is the
+    event's properties); heartbeats are SSE comments, as opencode sends them."""
+    location = json.dumps({"directory": directory})
+
+    def framed(event: Event) -> str:
+        if event.type == "server.heartbeat":
+            return ": heartbeat\n\n"
+        if event.type not in V2_TYPES:
+            return ""
+        properties = event.properties_json
+        data = (
+            f'{{"id":"{event.id}","type":"{event.type}","location":{location},"data":{properties}}}'
+        )
+        if REGISTRY[event.type].logged:
+            return f"id: {event.id}\ndata: {data}\n\n"
+        return f"data: {data}\n\n"
+
+    return framed
+
+
 # Replay reads the log in pages of this many events, each framed and sent before the
 # next is read: a client that does not read holds up only its own page.
 REPLAY_PAGE = 500
@@ -156,6 +181,12 @@ def _response(request: Request, frame: Framer) -> StreamingResponse:
 @router.get("/event", summary="Subscribe to events (SSE)", operation_id="event.subscribe")
 async def subscribe(request: Request) -> StreamingResponse:
     return _response(request, frame)
+
+
+@router.get("/api/event", summary="v2 events (SSE)", operation_id="v2.event.subscribe")
+async def subscribe_v2(request: Request) -> StreamingResponse:
+    runtime: Runtime = request.app.state.runtime
+    return _response(request, v2_framer(str(runtime.settings.project_dir)))
 
 
 @router.get("/global/event", summary="Events of every directory (SSE)", operation_id="global.event")

@@ -203,3 +203,33 @@ async def test_revert_to_a_part_keeps_what_came_before_it(
         p["id"] for p in write_step["parts"] if p["id"] < tool["id"]
     ]
     assert tool["id"] in removed
+
+
+async def test_v2_revert_stages_clears_and_commits(
+    http: httpx.AsyncClient, model: ScriptedModel, repo: Path
+) -> None:
+    sid = await _session_with_edits(http, model)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    second_prompt = messages[3]["info"]["id"]
+    staged = await http.post(f"/api/session/{sid}/revert/stage", json={"messageID": second_prompt})
+    assert staged.status_code == 200, staged.text
+    validate_schema(response_schema("/api/session/{sessionID}/revert/stage", "post"), staged.json())
+    state = staged.json()["data"]
+    assert state["messageID"] == second_prompt
+    assert not (repo / "added.txt").exists()  # the second prompt's file is gone
+    assert "An edited project." in (repo / "README.md").read_text()  # the first's stays
+
+    cleared = await http.post(f"/api/session/{sid}/revert/clear")
+    assert cleared.status_code == 204 and (repo / "added.txt").exists()
+    assert (await http.get(f"/session/{sid}")).json().get("revert") is None
+
+    # stage without the files: the boundary only; commit drops what it hides
+    await http.post(
+        f"/api/session/{sid}/revert/stage", json={"messageID": second_prompt, "files": False}
+    )
+    assert (repo / "added.txt").exists()
+    committed = await http.post(f"/api/session/{sid}/revert/commit")
+    assert committed.status_code == 204
+    left = [m["info"]["id"] for m in (await http.get(f"/session/{sid}/message")).json()]
+    assert left == [m["info"]["id"] for m in messages[:3]]
+    assert (await http.get(f"/session/{sid}")).json().get("revert") is None

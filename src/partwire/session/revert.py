@@ -74,7 +74,11 @@ class Reverts:
         self.store = store
         self.snapshots = snapshots
 
-    async def revert(self, session: Session, message_id: str, part_id: str | None) -> Session:
+    async def revert(
+        self, session: Session, message_id: str, part_id: str | None, *, files: bool = True
+    ) -> Session:
+        """Hide the session from ``message_id`` (or its part) on; with ``files`` the work
+        tree goes back to how it was there (opencode v2 may stage the boundary alone)."""
         history = await self.store.list_messages(session.id)
         target = next((e for e in history if e.info.id == message_id), None)
         if target is None:
@@ -83,7 +87,7 @@ class Reverts:
             raise NotFoundError("Part", part_id)
         snapshot = session.revert.snapshot if session.revert else await self.snapshots.track()
         restored: set[str] = set()
-        for patch in _patches_from(history, message_id, part_id):
+        for patch in _patches_from(history, message_id, part_id) if files else []:
             for file in patch.files:
                 name = _relative(self.snapshots, file)
                 if name not in restored:

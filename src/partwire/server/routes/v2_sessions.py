@@ -38,6 +38,7 @@ from partwire.schema.session import Session, SessionModel
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2 import body, permission_v2, question_v2
 from partwire.session.agents import get_agent
+from partwire.session.revert import cleanup_revert
 from partwire.session.sessions import project_id
 
 router = APIRouter(prefix="/api/session", tags=["v2"])
@@ -440,3 +441,68 @@ async def message(request: Request, sessionID: str, messageID: str) -> Response:
 async def context(request: Request, sessionID: str) -> Response:
     runtime, _, _ = await _session(request, sessionID)
     return body({"data": context_messages(await runtime.store.list_messages(sessionID))})
+
+
+class RevertStage(WireModel):
+    message_id: str = Field(alias="messageID", pattern="^msg_")
+    files: bool = True
+
+
+def _file_diff(diff: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "path": diff["file"],
+        "status": diff.get("status") or "modified",
+        "additions": diff["additions"],
+        "deletions": diff["deletions"],
+        "patch": diff.get("patch") or "",
+    }
+
+
+@router.post("/{sessionID}/revert/stage", operation_id="v2.session.revert.stage")
+async def revert_stage(request: Request, sessionID: str, payload: RevertStage) -> Response:
+    """Hide the session from ``messageID`` on (and, with ``files``, put the work tree
+    back as it was there); a new prompt commits it, ``clear`` undoes it."""
+    _, session, project = await _session(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
+    staged = await project.loop.reverts.revert(
+        session, payload.message_id, None, files=payload.files
+    )
+    revert = staged.revert
+    assert revert is not None
+    state: dict[str, Any] = {"messageID": revert.message_id}
+    if revert.snapshot:
+        state["snapshot"] = revert.snapshot
+        state["files"] = [
+            _file_diff(d) for d in await project.loop.reverts.snapshots.diff(revert.snapshot)
+        ]
+    if revert.diff:
+        state["diff"] = revert.diff
+    return body({"data": state})
+
+
+@router.post(
+    "/{sessionID}/revert/commit",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.revert.commit",
+)
+async def revert_commit(request: Request, sessionID: str) -> Response:
+    """Drop what the staged revert hides, for good."""
+    runtime, session, project = await _session(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
+    await cleanup_revert(runtime.store, session)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/{sessionID}/revert/clear",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.session.revert.clear",
+)
+async def revert_clear(request: Request, sessionID: str) -> Response:
+    """Undo the staged revert: the messages and the files come back."""
+    _, session, project = await _session(request, sessionID)
+    await project.loop.ensure_idle(sessionID)
+    await project.loop.reverts.unrevert(session)
+    return Response(status_code=204)

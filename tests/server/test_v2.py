@@ -171,7 +171,11 @@ async def test_interrupt_compact_and_deliveries(http: httpx.AsyncClient) -> None
     assert (await http.post(f"/api/session/{session_id}/prompt", json=queued)).status_code == 200
     assert (await http.post(f"/api/session/{session_id}/interrupt")).status_code == 204
     await settle(http, session_id)
-    await asyncio.sleep(0.1)
+    for _ in range(500):  # the queued prompt is stored once the turn has ended
+        messages = (await http.get(f"/session/{session_id}/message")).json()
+        if len(messages) >= 3:
+            break
+        await asyncio.sleep(0.02)
     await settle(http, session_id)
     messages = (await http.get(f"/session/{session_id}/message")).json()
     roles = [(m["info"]["role"], m["info"].get("error", {}).get("name")) for m in messages]
@@ -286,3 +290,33 @@ async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
     resumed = [f for i, f in frames if i is not None]
     assert resumed == [f for _, f in logged[cut + 1 :]]
     assert len(first_run) > len(resumed)
+
+
+async def test_an_always_answer_is_a_saved_permission(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http, agent="plan")
+    await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "bash echo s"}})
+    asks: list[dict[str, Any]] = []
+    for _ in range(200):
+        asks = (await http.get(f"/api/session/{session_id}/permission")).json()["data"]
+        if asks:
+            break
+        await asyncio.sleep(0.02)
+    await http.post(
+        f"/api/session/{session_id}/permission/{asks[0]['id']}/reply", json={"reply": "always"}
+    )
+    await settle(http, session_id)
+    project = (await http.get("/api/location")).json()["project"]["id"]
+    saved = (await http.get(f"/api/permission/saved?projectID={project}")).json()
+    validate_schema(
+        document()["paths"]["/api/permission/saved"]["get"]["responses"]["200"]["content"][
+            "application/json"
+        ]["schema"],
+        saved,
+    )
+    (rule,) = saved["data"]
+    assert (rule["action"], rule["resource"], rule["projectID"]) == ("bash", "echo *", project)
+    assert (await http.get("/api/permission/saved?projectID=other")).json()["data"] == []
+    assert (await http.delete(f"/api/permission/saved/{rule['id']}")).status_code == 204
+    assert (await http.get("/api/permission/saved")).json()["data"] == []
+    assert (await http.delete(f"/api/permission/saved/{rule['id']}")).status_code == 404
+    assert (await http.delete("/api/permission/saved/nonsense")).status_code == 404

@@ -21,8 +21,10 @@ from partwire.config import user_config_dir
 from partwire.errors import NotFoundError
 from partwire.providers.listing import all_providers
 from partwire.runtime import Project
+from partwire.schema.event import SessionInfo, SessionUpdated
 from partwire.schema.permission import Agent, PermissionRequest, QuestionRequest
 from partwire.schema.provider import ModelInfo, ProviderInfo
+from partwire.schema.session import Session
 from partwire.server.routes.scope import runtime_of
 from partwire.session.agents import list_agents
 from partwire.session.sessions import project_id
@@ -276,3 +278,57 @@ async def integrations(request: Request) -> Response:
 @router.get("/pty", operation_id="v2.pty.list")
 async def ptys(request: Request) -> Response:
     return listing(request, [])  # partwire runs no pseudo-terminals
+
+
+# ---- saved permissions --------------------------------------------------------------------
+# partwire saves an "always" answer as an allow rule of the session that asked, so v2's
+# saved permissions are those rules: id "<session id>.<rule index>".
+
+
+def _saved(sessions: list[Session], project: str | None) -> list[dict[str, Any]]:
+    found = []
+    for session in sessions:
+        owner = project_id(session.directory)
+        if project is not None and owner != project:
+            continue
+        for n, rule in enumerate(session.permission or []):
+            if rule.action == "allow":
+                found.append(
+                    {
+                        "id": f"{session.id}.{n}",
+                        "projectID": owner,
+                        "action": rule.permission,
+                        "resource": rule.pattern,
+                    }
+                )
+    return found
+
+
+@router.get("/permission/saved", operation_id="v2.permission.saved.list")
+async def saved_permissions(request: Request, projectID: str | None = None) -> Response:
+    sessions = await runtime_of(request).store.list_sessions()
+    return body({"data": _saved(sessions, projectID)})
+
+
+@router.delete(
+    "/permission/saved/{id}",
+    status_code=204,
+    response_class=Response,
+    operation_id="v2.permission.saved.remove",
+)
+async def forget_permission(request: Request, id: str) -> Response:
+    session_id, _, index = id.rpartition(".")
+    runtime = runtime_of(request)
+    try:
+        session = await runtime.store.get_session(session_id)
+    except NotFoundError:
+        raise NotFoundError("Saved permission", id) from None
+    rules = list(session.permission or [])
+    if not index.isdigit() or int(index) >= len(rules) or rules[int(index)].action != "allow":
+        raise NotFoundError("Saved permission", id)
+    del rules[int(index)]
+    updated = session.model_copy(update={"permission": rules})
+    await runtime.store.put_session(
+        updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+    )
+    return Response(status_code=204)

@@ -320,3 +320,60 @@ async def test_an_always_answer_is_a_saved_permission(http: httpx.AsyncClient) -
     assert (await http.get("/api/permission/saved")).json()["data"] == []
     assert (await http.delete(f"/api/permission/saved/{rule['id']}")).status_code == 404
     assert (await http.delete("/api/permission/saved/nonsense")).status_code == 404
+
+
+async def test_durable_history_and_stream_follow_the_session(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        session_id = await new_session(http)
+        for text in ("list", "hello", "retry"):
+            await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": text}})
+            await settle(http, session_id)
+        await http.post(f"/api/session/{session_id}/compact")
+        page = check(
+            "/api/session/<sessionID>/history",
+            "get",
+            await http.get(f"/api/session/{session_id}/history?limit=1000"),
+        )
+        events = page["data"]
+        assert page["hasMore"] is False
+        assert [e["durable"]["seq"] for e in events] == list(range(1, len(events) + 1))
+        kinds = [e["type"].removeprefix("session.next.") for e in events]
+        assert kinds[:4] == ["prompted", "step.started", "tool.input.started", "tool.input.ended"]
+        assert {
+            "tool.called", "tool.success", "step.ended", "text.started", "text.ended",
+            "reasoning.started", "reasoning.ended", "retried", "compaction.started",
+            "compaction.ended",
+        } <= set(kinds)  # fmt: skip
+        prompts = [e["data"]["prompt"]["text"] for e in events if e["type"].endswith("prompted")]
+        assert prompts == ["list", "hello", "retry"]
+        ended = next(e for e in events if e["type"].endswith("compaction.ended"))
+        assert "list" in ended["data"]["text"]
+        # paging: after a sequence number, a limit
+        second = (await http.get(f"/api/session/{session_id}/history?after=3&limit=2")).json()
+        assert [e["durable"]["seq"] for e in second["data"]] == [4, 5] and second["hasMore"]
+        assert (await http.get(f"/api/session/{session_id}/history?after=x")).status_code == 400
+
+        # the stream replays after a sequence number, then goes on live
+        frames: list[dict[str, Any]] = []
+
+        async def follow() -> None:
+            url = f"/api/session/{session_id}/event?after={len(events) - 1}"
+            async with http.stream("GET", url) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        frames.append(json.loads(line[6:]))
+                        if frames[-1]["type"] == "session.next.step.ended":
+                            return
+
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.3)
+        await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "hello"}})
+        await asyncio.wait_for(follower, 20)
+    assert frames[0] == events[-1]
+    assert [f["durable"]["seq"] for f in frames] == list(
+        range(len(events), len(events) + len(frames))
+    )
+    assert frames[1]["type"] == "session.next.prompted"
+    stream_schema = document()["components"]["schemas"]["SessionDurableEvent"]
+    for frame in frames:
+        validate_schema(stream_schema, frame)

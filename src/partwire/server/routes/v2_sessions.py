@@ -11,15 +11,19 @@ prompt without running the loop (v1's ``noReply``).
 from __future__ import annotations
 
 import asyncio
+import json
 import mimetypes
 import time
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError
+from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents
 from partwire.protocol.v2messages import context_messages, v2_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import Tokens, WireModel
@@ -37,6 +41,7 @@ from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session, SessionModel
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2 import body, permission_v2, question_v2
+from partwire.server.turnstream import history
 from partwire.session.agents import get_agent
 from partwire.session.revert import cleanup_revert
 from partwire.session.sessions import project_id
@@ -506,3 +511,82 @@ async def revert_clear(request: Request, sessionID: str) -> Response:
     await project.loop.ensure_idle(sessionID)
     await project.loop.reverts.unrevert(session)
     return Response(status_code=204)
+
+
+# ---- durable events ---------------------------------------------------------------------------
+
+
+async def _durable(
+    runtime: Runtime, session: Session
+) -> tuple[DurableEvents, list[Any], str | None]:
+    """The session's durable events so far, the projection that made them, and the newest
+    logged event they reflect."""
+    head = await runtime.store.last_event_id()
+    events = await history(runtime, session.id, head, DURABLE_SOURCES)
+    projection = DurableEvents(session.id, session.directory)
+    made = [durable for event in events for durable in projection.durable(event)]
+    return projection, made, head
+
+
+def _after(after: str | None) -> int:
+    if after is None or after == "":
+        return 0
+    if not after.isdigit():
+        raise BadRequestError(f"after {after!r} is not a sequence number", field="after")
+    return int(after)
+
+
+@router.get("/{sessionID}/history", operation_id="v2.session.history")
+async def session_history(
+    request: Request, sessionID: str, limit: str | None = None, after: str | None = None
+) -> Response:
+    """One page of durable events after the ``after`` sequence number."""
+    runtime, session, _ = await _session(request, sessionID)
+    if limit is not None and (not limit.isdigit() or int(limit) < 1):
+        raise BadRequestError(f"limit {limit!r} is not a positive number", field="limit")
+    size = min(int(limit), 1000) if limit else 100
+    _, made, _ = await _durable(runtime, session)
+    later = [d for d in made if d["durable"]["seq"] > _after(after)]
+    return body({"data": later[:size], "hasMore": len(later) > size})
+
+
+def _frame(durable: dict[str, Any]) -> str:
+    data = json.dumps(durable, separators=(",", ":"))
+    return f"id: {durable['durable']['seq']}\nevent: {durable['type']}\ndata: {data}\n\n"
+
+
+@router.get("/{sessionID}/event", operation_id="v2.session.events")
+async def session_events(request: Request, sessionID: str, after: str | None = None) -> Response:
+    """The durable events after ``after`` (or ``Last-Event-ID``), then new ones, live."""
+    runtime, session, _ = await _session(request, sessionID)
+    start = _after(after or request.headers.get("last-event-id"))
+    client = request.client.host if request.client else "?"
+    runtime.quotas.check_stream(client)
+    subscription = runtime.bus.subscribe(*DURABLE_SOURCES)  # before the log is read
+    try:
+        projection, made, head = await _durable(runtime, session)
+    except BaseException:
+        subscription.close()
+        raise
+    runtime.quotas.open_stream(client)
+
+    async def stream() -> AsyncIterator[str]:
+        try:
+            yield "".join(_frame(d) for d in made if d["durable"]["seq"] > start)
+            async for batch in subscription.batches(runtime.settings.heartbeat_s):
+                if batch is None:
+                    yield ": heartbeat\n\n"
+                    continue
+                fresh = [e for e in batch if head is None or e.id > head]
+                text = "".join(_frame(d) for e in fresh for d in projection.durable(e))
+                if text:
+                    yield text
+        finally:
+            subscription.close()
+            runtime.quotas.close_stream(client)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -90,6 +90,7 @@ class Permissions:
         metadata: dict[str, Any] | None = None,
         tool: ToolRef | None = None,
         must_ask: bool = False,
+        request_id: str | None = None,
     ) -> None:
         """Return when every pattern is allowed; raise when one is denied or rejected.
 
@@ -105,7 +106,7 @@ class Permissions:
         if must_ask:
             always = []
         request = PermissionRequest(
-            id=ids.ascending("per"),
+            id=request_id or ids.ascending("per"),
             session_id=session_id,
             permission=permission,
             patterns=list(patterns),
@@ -124,6 +125,21 @@ class Permissions:
             self._pending.pop(request.id, None)
         if reply == "reject":
             raise RejectedError("The user rejected permission to use this tool.", message)
+
+    async def effect(
+        self,
+        session_id: str,
+        permission: str,
+        patterns: Sequence[str],
+        agent_rules: Sequence[PermissionRule],
+    ) -> Action:
+        """What the rules say of these subjects together: deny if any is denied, allow if
+        all are allowed, else ask."""
+        rules = await self._rules(session_id, agent_rules)
+        actions = [evaluate(permission, pattern, rules) for pattern in patterns]
+        if "deny" in actions:
+            return "deny"
+        return "allow" if all(a == "allow" for a in actions) else "ask"
 
     async def reply(
         self, request_id: str, reply: PermissionReply, message: str | None = None

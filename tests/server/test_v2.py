@@ -377,3 +377,30 @@ async def test_durable_history_and_stream_follow_the_session(server: str) -> Non
     stream_schema = document()["components"]["schemas"]["SessionDurableEvent"]
     for frame in frames:
         validate_schema(stream_schema, frame)
+
+
+async def test_a_client_asks_through_the_sessions_rules(http: httpx.AsyncClient) -> None:
+    session_id = await new_session(http, agent="plan")
+    url = f"/api/session/{session_id}/permission"
+    schema = document()["paths"]["/api/session/{sessionID}/permission"]["post"]["responses"]
+    allowed = await http.post(url, json={"action": "read", "resources": ["README.md"]})
+    validate_schema(schema["200"]["content"]["application/json"]["schema"], allowed.json())
+    assert allowed.json()["data"]["effect"] == "allow"
+    asked = await http.post(
+        url,
+        json={"id": "per_mine", "action": "bash", "resources": ["make deploy"], "save": ["make *"]},
+    )
+    assert asked.json()["data"] == {"id": "per_mine", "effect": "ask"}
+    pending = (await http.get(url)).json()["data"]
+    assert [(p["id"], p["action"], p["save"]) for p in pending] == [
+        ("per_mine", "bash", ["make *"])
+    ]
+    again = await http.post(url, json={"id": "per_mine", "action": "bash", "resources": ["x"]})
+    assert again.status_code == 409
+    replied = await http.post(f"{url}/per_mine/reply", json={"reply": "always"})
+    assert replied.status_code == 204
+    # "always" saved the rule: the same ask is now allowed at once
+    later = await http.post(url, json={"action": "bash", "resources": ["make test"]})
+    assert later.json()["data"]["effect"] == "allow"
+    empty = await http.post(url, json={"action": "bash", "resources": []})
+    assert empty.status_code == 400

@@ -22,7 +22,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from partwire import ids
-from partwire.errors import BadRequestError, NotFoundError
+from partwire.errors import BadRequestError, IdConflictError, NotFoundError
 from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents
 from partwire.protocol.v2messages import context_messages, v2_messages
 from partwire.runtime import Project, Runtime
@@ -37,7 +37,7 @@ from partwire.schema.input import (
 )
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
-from partwire.schema.permission import PermissionReply
+from partwire.schema.permission import PermissionReply, ToolRef
 from partwire.schema.session import Session, SessionModel
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2 import body, permission_v2, question_v2
@@ -590,3 +590,55 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+class PermissionSource(WireModel):
+    type: Literal["tool"] = "tool"
+    message_id: str = Field(alias="messageID")
+    call_id: str = Field(alias="callID")
+
+
+class PermissionCreate(WireModel):
+    id: str | None = Field(default=None, pattern="^per")
+    action: str = Field(min_length=1)
+    resources: list[str] = Field(min_length=1)
+    save: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    source: PermissionSource | None = None
+    agent: str | None = None
+
+
+@router.post("/{sessionID}/permission", operation_id="v2.session.permission.create")
+async def create_permission(
+    request: Request, sessionID: str, payload: PermissionCreate
+) -> Response:
+    """A client's own ask (its tool wants ``action`` on ``resources``): the session's
+    rules answer at once (``allow``, ``deny``), or the ask goes to the user (``ask``), who
+    answers it as any other; its outcome is the ``permission.replied`` event."""
+    runtime, session, _ = await _session(request, sessionID)
+    agent = get_agent(payload.agent or session.agent or "build")
+    permissions = runtime.permissions
+    effect = await permissions.effect(
+        sessionID, payload.action, payload.resources, agent.permission
+    )
+    request_id = payload.id or ids.ascending("per")
+    if payload.id is not None and any(p.id == payload.id for p in permissions.pending()):
+        raise IdConflictError("id", payload.id)
+    if effect == "ask":
+        source = payload.source
+        tool = ToolRef(message_id=source.message_id, call_id=source.call_id) if source else None
+        asked = permissions.ask(
+            session_id=sessionID,
+            permission=payload.action,
+            patterns=payload.resources,
+            agent_rules=agent.permission,
+            always=payload.save,
+            metadata=payload.metadata,
+            tool=tool,
+            request_id=request_id,
+        )
+        task = asyncio.get_running_loop().create_task(asked)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        while not task.done() and all(p.id != request_id for p in permissions.pending()):
+            await asyncio.sleep(0.005)  # the answer goes out once the ask is pending
+    return body({"data": {"id": request_id, "effect": effect}})

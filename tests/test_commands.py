@@ -94,3 +94,22 @@ async def test_the_routes_list_and_run_commands(server: str, project: Path) -> N
             f"/session/{session}/command", json={"command": "show", "model": "nope"}
         )
         assert bad_model.status_code == 400 and "provider/model" in json.dumps(bad_model.json())
+
+
+async def test_skills_are_offered_as_commands(server: str, project: Path) -> None:
+    skill = project / ".partwire" / "skills" / "greet" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: greet\ndescription: Greet someone\n---\nSay hello warmly.\n")
+    write_command(project, ".partwire/command", "list-all", "list")
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        listed = {c["name"]: c for c in (await http.get("/command")).json()}
+        assert listed["greet"]["source"] == "skill" and listed["list-all"]["source"] == "command"
+        assert listed["greet"]["description"] == "Greet someone"
+        session = (await http.post("/session", json={})).json()["id"]
+        ran = await http.post(
+            f"/session/{session}/command", json={"command": "greet", "arguments": "Ada"}
+        )
+        assert ran.status_code == 200, ran.text
+        messages = (await http.get(f"/session/{session}/message")).json()
+        words = [p["text"] for p in messages[0]["parts"] if p["type"] == "text"]
+        assert words == ["Say hello warmly.\n\nAda"]

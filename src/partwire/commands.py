@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from partwire import skills
 from partwire.config import Settings, user_config_dir
 from partwire.errors import ConfigError
 from partwire.frontmatter import split
@@ -44,6 +45,7 @@ class Command:
     agent: str | None = None
     model: str | None = None
     subtask: bool = False
+    source: str = "command"  # or "skill": a skill offered as a command, as opencode does
 
     @property
     def hints(self) -> list[str]:
@@ -55,7 +57,7 @@ class Command:
     def wire(self) -> dict[str, Any]:
         """opencode's Command (GET /command)."""
         body: dict[str, Any] = {"name": self.name, "template": self.template}
-        body |= {"source": "command", "hints": self.hints}
+        body |= {"source": self.source, "hints": self.hints}
         for key in ("description", "agent", "model"):
             if getattr(self, key) is not None:
                 body[key] = getattr(self, key)
@@ -146,9 +148,22 @@ def _configured(config: dict[str, Any]) -> list[Command]:
 
 
 async def of_project(settings: Settings) -> list[Command]:
-    """The commands a project (``settings.project_dir``) offers, read from disk now."""
+    """The commands a project (``settings.project_dir``) offers, read from disk now: its
+    own, then its skills (running one puts the skill's instructions in the prompt)."""
     user_dir = user_config_dir(settings.source_env)
-    return await asyncio.to_thread(discover, settings.project_dir, user_dir, settings.raw_config)
+    return await asyncio.to_thread(
+        _with_skills, settings.project_dir, user_dir, settings.raw_config
+    )
+
+
+def _with_skills(project_dir: Path, user_dir: Path, config: dict[str, Any]) -> list[Command]:
+    found = discover(project_dir, user_dir, config)
+    names = {c.name for c in found}
+    for skill in skills.discover(project_dir, user_dir):
+        if skill.name not in names:
+            template = f"{skill.content}\n\n$ARGUMENTS"
+            found.append(Command(skill.name, template, skill.description, source="skill"))
+    return sorted(found, key=lambda c: c.name)
 
 
 def discover(project_dir: Path, user_config_dir: Path, config: dict[str, Any]) -> list[Command]:

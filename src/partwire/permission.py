@@ -91,6 +91,7 @@ class Permissions:
         tool: ToolRef | None = None,
         must_ask: bool = False,
         request_id: str | None = None,
+        registered: asyncio.Event | None = None,
     ) -> None:
         """Return when every pattern is allowed; raise when one is denied or rejected.
 
@@ -118,6 +119,8 @@ class Permissions:
             asyncio.get_running_loop().create_future()
         )
         self._pending[request.id] = _Pending(request, list(agent_rules), future, must_ask)
+        if registered is not None:  # a caller that returns once the ask is pending
+            registered.set()
         try:
             await self.store.publish([PermissionAsked(request)])
             reply, message = await future

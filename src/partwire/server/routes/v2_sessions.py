@@ -627,6 +627,7 @@ async def create_permission(
     if effect == "ask":
         source = payload.source
         tool = ToolRef(message_id=source.message_id, call_id=source.call_id) if source else None
+        registered = asyncio.Event()
         asked = permissions.ask(
             session_id=sessionID,
             permission=payload.action,
@@ -636,9 +637,12 @@ async def create_permission(
             metadata=payload.metadata,
             tool=tool,
             request_id=request_id,
+            registered=registered,
         )
         task = asyncio.get_running_loop().create_task(asked)
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        while not task.done() and all(p.id != request_id for p in permissions.pending()):
-            await asyncio.sleep(0.005)  # the answer goes out once the ask is pending
+        waiting = asyncio.ensure_future(registered.wait())
+        # the answer goes out once the ask is pending (or the rules changed meanwhile)
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
     return body({"data": {"id": request_id, "effect": effect}})

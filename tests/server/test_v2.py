@@ -275,6 +275,12 @@ async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
         await asyncio.wait_for(reader, 20)
     kinds = [f["type"] for _, f in frames]
     assert kinds[0] == "server.connected"
+    # the session.next.* events ride along, deltas included (not numbered here)
+    assert {
+        "session.next.prompted", "session.next.step.started", "session.next.tool.called",
+        "session.next.tool.input.delta", "session.next.text.delta", "session.next.step.ended",
+    } <= set(kinds)  # fmt: skip
+    assert all("durable" not in f for _, f in frames)
     assert {"message.updated", "message.part.updated", "session.status", "session.idle"} <= set(
         kinds
     )

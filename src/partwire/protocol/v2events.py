@@ -20,10 +20,11 @@ Deltas are not durable: the live ``/api/event`` stream carries them.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from partwire.schema.event import Event, MessageInfo, PartUpdatedProps
+from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import (
     CompactionPart,
@@ -37,6 +38,7 @@ from partwire.schema.part import (
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
 
 DURABLE_SOURCES = ("message.updated", "message.part.updated")
+LIVE_SOURCES = (*DURABLE_SOURCES, "message.part.delta")
 PROVIDER = {"executed": False}
 
 
@@ -72,12 +74,17 @@ class _Seen:
 class DurableEvents:
     """One session's events → opencode v2's durable session events."""
 
-    def __init__(self, session_id: str, directory: str) -> None:
+    def __init__(self, session_id: str, directory: str, *, live: bool = False) -> None:
+        """``live`` adds the deltas (text, reasoning, a call's arguments): not durable, so
+        without a ``durable`` field and a ``seq``; the live ``/api/event`` wants them."""
         self.session_id = session_id
         self.location = {"directory": directory}
+        self.live = live
         self.seq = 0
         self._seen = _Seen()
         self._user_parts: dict[str, list[Part]] = {}
+        self._kinds: dict[str, str] = {}  # text/reasoning part id → which
+        self._raw: dict[str, str] = {}  # a pending call's arguments so far
 
     def durable(self, event: Event) -> list[dict[str, Any]]:
         props: Any = event.properties
@@ -88,18 +95,30 @@ class DurableEvents:
             made = self._message(props)
         elif isinstance(props, PartUpdatedProps):
             made = self._part(props)
+        elif isinstance(props, PartDeltaProps) and self.live:
+            made = self._delta(props)
         return [self._wrap(event, n, kind, data) for n, (kind, data) in enumerate(made)]
 
     def _wrap(self, event: Event, n: int, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        self.seq += 1
         stamp = int(data.pop("_time", 0))
-        return {
+        wrapped: dict[str, Any] = {
             "id": f"{event.id}.{n}" if n else event.id,
             "type": f"session.next.{kind}",
-            "durable": {"aggregateID": self.session_id, "seq": self.seq, "version": 1},
-            "location": self.location,
-            "data": {"timestamp": stamp, "sessionID": self.session_id, **data},
         }
+        if not kind.endswith(".delta"):
+            self.seq += 1
+            wrapped["durable"] = {"aggregateID": self.session_id, "seq": self.seq, "version": 1}
+        wrapped["location"] = self.location
+        wrapped["data"] = {"timestamp": stamp, "sessionID": self.session_id, **data}
+        return wrapped
+
+    def _delta(self, props: PartDeltaProps) -> list[tuple[str, dict[str, Any]]]:
+        kind = self._kinds.get(props.part_id)
+        if kind is None or props.field != "text" or props.part_id in self._seen.closed:
+            return []
+        key = "textID" if kind == "text" else "reasoningID"
+        data = {"assistantMessageID": props.message_id, key: props.part_id, "delta": props.delta}
+        return [(f"{kind}.delta", {**data, "_time": int(time.time() * 1000)})]
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -210,6 +229,7 @@ class DurableEvents:
         out: list[tuple[str, dict[str, Any]]] = []
         if part.id not in self._seen.parts:
             self._seen.parts.add(part.id)
+            self._kinds[part.id] = kind
             out.append((f"{kind}.started", dict(base)))
         ended = part.time is None or part.time.end is not None
         if ended and part.id not in self._seen.closed:
@@ -217,9 +237,21 @@ class DurableEvents:
             out.append((f"{kind}.ended", {**base, "text": part.text}))
         return out
 
+    def _input_delta(
+        self, part: ToolPart, raw: str, stamp: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        sent = self._raw.get(part.call_id, "")
+        if len(raw) <= len(sent) or not raw.startswith(sent):
+            return []
+        self._raw[part.call_id] = raw
+        data = {"assistantMessageID": part.message_id, "callID": part.call_id}
+        return [("tool.input.delta", {**data, "delta": raw[len(sent) :], "_time": stamp})]
+
     def _tool(self, part: ToolPart, stamp: int) -> list[tuple[str, dict[str, Any]]]:
         state = part.state
         before = self._seen.calls.get(part.call_id)
+        if isinstance(state, ToolStatePending) and before == "pending" and self.live:
+            return self._input_delta(part, state.raw, stamp)
         if before == state.status or before in ("completed", "error"):
             return []
         self._seen.calls[part.call_id] = state.status
@@ -228,7 +260,7 @@ class DurableEvents:
         if before is None:
             out.append(("tool.input.started", {**base, "name": part.tool}))
         if isinstance(state, ToolStatePending):
-            return out
+            return out + (self._input_delta(part, state.raw, stamp) if self.live else [])
         if before in (None, "pending"):
             raw = json.dumps(state.input)
             out.append(("tool.input.ended", {**base, "text": raw}))

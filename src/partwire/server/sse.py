@@ -60,8 +60,26 @@ V2_TYPES = frozenset(REGISTRY) - {"editor.read", "server.instance.disposed", "se
 
 def v2_framer(directory: str) -> Framer:
     """GET /api/event: v2's native frame, ``{id, type, location, data}`` (``data`` is the
-    event's properties); heartbeats are SSE comments, as opencode sends them."""
+    event's properties), and after a message or part event the ``session.next.*`` events
+    it makes, deltas included (``protocol.v2events``; without ``durable``: the numbered
+    ones are the session's own stream). Heartbeats are SSE comments, as opencode's."""
+    from partwire.protocol.v2events import LIVE_SOURCES, DurableEvents
+
     location = json.dumps({"directory": directory})
+    sessions: dict[str, DurableEvents] = {}
+
+    def session_next(event: Event) -> str:
+        session_id = event.session_id
+        if event.type not in LIVE_SOURCES or session_id is None:
+            return ""
+        projection = sessions.get(session_id)
+        if projection is None:
+            projection = sessions[session_id] = DurableEvents(session_id, directory, live=True)
+        out = []
+        for made in projection.durable(event):
+            made.pop("durable", None)
+            out.append(f"data: {json.dumps(made, separators=(',', ':'))}\n\n")
+        return "".join(out)
 
     def framed(event: Event) -> str:
         if event.type == "server.heartbeat":
@@ -72,9 +90,8 @@ def v2_framer(directory: str) -> Framer:
         data = (
             f'{{"id":"{event.id}","type":"{event.type}","location":{location},"data":{properties}}}'
         )
-        if REGISTRY[event.type].logged:
-            return f"id: {event.id}\ndata: {data}\n\n"
-        return f"data: {data}\n\n"
+        head = f"id: {event.id}\n" if REGISTRY[event.type].logged else ""
+        return f"{head}data: {data}\n\n{session_next(event)}"
 
     return framed
 

@@ -97,11 +97,11 @@ def read_file(project: Path, relative: str) -> dict[str, Any]:
     return {"type": "text", "content": data.decode("utf-8", errors="replace")}
 
 
-def status(project: Path) -> list[dict[str, Any]]:
-    """Files changed against HEAD, with line counts (empty outside git)."""
-    numstat = git(project, "diff", "--numstat", "HEAD", "--", ".")
+def _numstat(project: Path, base: str) -> list[dict[str, Any]] | None:
+    """Tracked files changed against ``base`` with line counts (None outside git)."""
+    numstat = git(project, "diff", "--numstat", base, "--", ".")
     if numstat is None:
-        return []
+        return None
     changed = []
     for line in numstat.splitlines():
         added, removed, name = line.split("\t", 2)
@@ -114,6 +114,14 @@ def status(project: Path) -> list[dict[str, Any]]:
                 "status": "modified" if exists else "deleted",
             }
         )
+    return changed
+
+
+def status(project: Path) -> list[dict[str, Any]]:
+    """Files changed against HEAD, with line counts (empty outside git)."""
+    changed = _numstat(project, "HEAD")
+    if changed is None:
+        return []
     untracked = git(project, "ls-files", "--others", "--exclude-standard") or ""
     for name in untracked.splitlines():
         lines = len((project / name).read_bytes().splitlines()) if (project / name).is_file() else 0
@@ -273,19 +281,7 @@ def vcs_diff(project: Path, mode: str, context: int | None) -> list[dict[str, An
 
 
 def _branch_status(project: Path, base: str) -> list[dict[str, Any]]:
-    numstat = git(project, "diff", "--numstat", base, "--", ".") or ""
-    entries = []
-    for line in numstat.splitlines():
-        added, removed, name = line.split("\t", 2)
-        exists = (project / name).exists()
-        entries.append(
-            {
-                "path": name,
-                "added": int(added) if added.isdigit() else 0,
-                "removed": int(removed) if removed.isdigit() else 0,
-                "status": "modified" if exists else "deleted",
-            }
-        )
+    entries = _numstat(project, base) or []
     tracked = {e["path"] for e in entries}
     return entries + [
         e for e in status(project) if e["status"] == "added" and e["path"] not in tracked

@@ -45,6 +45,18 @@ async def settle(http: httpx.AsyncClient, session_id: str) -> None:
     assert response.status_code == 204
 
 
+async def pending(http: httpx.AsyncClient, session_id: str, kind: str) -> list[dict[str, Any]]:
+    """The session's pending asks of ``kind`` (permission, question), once there are any."""
+    for _ in range(200):
+        asks: list[dict[str, Any]] = (await http.get(f"/api/session/{session_id}/{kind}")).json()[
+            "data"
+        ]
+        if asks:
+            return asks
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {kind} was asked")
+
+
 async def new_session(http: httpx.AsyncClient, **fields: Any) -> str:
     created = check("/api/session", "post", await http.post("/api/session", json=fields))
     session_id: str = created["data"]["id"]
@@ -111,12 +123,7 @@ async def test_switches_and_asks(http: httpx.AsyncClient) -> None:
 
     prompt = {"prompt": {"text": "bash echo v2"}}
     await http.post(f"/api/session/{session_id}/prompt", json=prompt)
-    asks: list[dict[str, Any]] = []
-    for _ in range(200):
-        asks = (await http.get(f"/api/session/{session_id}/permission")).json()["data"]
-        if asks:
-            break
-        await asyncio.sleep(0.02)
+    asks = await pending(http, session_id, "permission")
     check("/api/session/<sessionID>/permission", "get", await http.get(
         f"/api/session/{session_id}/permission"))  # fmt: skip
     (ask,) = asks
@@ -142,12 +149,7 @@ async def test_switches_and_asks(http: httpx.AsyncClient) -> None:
     assert gone.status_code == 404
 
     await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "question"}})
-    questions: list[dict[str, Any]] = []
-    for _ in range(200):
-        questions = (await http.get(f"/api/session/{session_id}/question")).json()["data"]
-        if questions:
-            break
-        await asyncio.sleep(0.02)
+    questions = await pending(http, session_id, "question")
     answered = await http.post(
         f"/api/session/{session_id}/question/{questions[0]['id']}/reply",
         json={"answers": [["Blue"]]},
@@ -301,12 +303,7 @@ async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
 async def test_an_always_answer_is_a_saved_permission(http: httpx.AsyncClient) -> None:
     session_id = await new_session(http, agent="plan")
     await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "bash echo s"}})
-    asks: list[dict[str, Any]] = []
-    for _ in range(200):
-        asks = (await http.get(f"/api/session/{session_id}/permission")).json()["data"]
-        if asks:
-            break
-        await asyncio.sleep(0.02)
+    asks = await pending(http, session_id, "permission")
     await http.post(
         f"/api/session/{session_id}/permission/{asks[0]['id']}/reply", json={"reply": "always"}
     )

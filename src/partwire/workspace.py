@@ -296,3 +296,11 @@ def _added_patch(project: Path, name: str) -> str:
     lines = path.read_text(errors="replace").splitlines()
     body = "".join(f"+{line}\n" for line in lines)
     return f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def init_git(project: Path) -> None:
+    """``git init`` the project unless it is inside a work tree already."""
+    if git(project, "rev-parse", "--is-inside-work-tree") is not None:
+        return
+    if git(project, "init", "-q") is None:
+        raise BadRequestError(f"git init failed in {project} (is git installed?)")

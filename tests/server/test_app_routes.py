@@ -51,6 +51,9 @@ async def test_vcs_status_and_diff_follow_git(http: httpx.AsyncClient, repo: Pat
     branch = {e["file"] for e in (await http.get("/vcs/diff?mode=branch")).json()}
     assert branch == {"notes.txt", "new.txt", "README.md", "later.txt"}
     assert (await http.get("/vcs/diff")).status_code == 400  # mode is required
+    raw = await http.get("/vcs/diff/raw")
+    assert raw.headers["content-type"].startswith("text/x-diff")
+    assert "+++ b/later.txt" in raw.text
 
 
 async def test_outside_git_there_is_nothing_to_diff(http: httpx.AsyncClient) -> None:
@@ -89,6 +92,18 @@ async def test_a_client_log_line_goes_to_the_log(
     assert record.levelno == logging.WARNING and record.getMessage() == 'it broke {"n": 1}'
     wrong = await http.post("/log", json={"service": "tui", "level": "loud", "message": "x"})
     assert wrong.status_code == 400
+
+
+async def test_git_init_and_the_tool_list(http: httpx.AsyncClient, project: Path) -> None:
+    assert not (project / ".git").exists()
+    made = (await http.post("/project/git/init")).json()
+    assert (project / ".git").is_dir() and made["vcs"] == "git"
+    assert (await http.post("/project/git/init")).status_code == 200  # once is enough
+    listed = (await http.get("/experimental/tool?provider=demo&model=demo")).json()
+    assert {"read", "bash", "skill"} <= {t["id"] for t in listed}
+    assert listed[0]["parameters"]["type"] == "object"
+    unknown = await http.get("/experimental/tool?provider=nope&model=x")
+    assert unknown.status_code in (400, 404)
 
 
 async def test_tool_ids_and_project_copies(http: httpx.AsyncClient) -> None:

@@ -73,6 +73,14 @@ CASES: list[tuple[str, str, Any]] = [
     ("get", "/experimental/resource", None),
     ("get", "/experimental/workspace", None),
     ("get", "/skill", None),
+    ("get", "/experimental/tool?provider=demo&model=demo", None),
+    ("get", "/experimental/worktree", None),
+    ("get", "/experimental/workspace/adapter", None),
+    ("get", "/experimental/workspace/status", None),
+    ("get", "/experimental/console/orgs", None),
+    ("get", "/pty/shells", None),
+    ("post", "/global/dispose", None),
+    ("post", "/project/git/init", None),
 ]
 # answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
 ELSEWHERE = {
@@ -83,6 +91,7 @@ ELSEWHERE = {
     ("post", "/question/{requestID}/reject"),
     ("post", "/session/{sessionID}/permissions/{permissionID}"),
     ("post", "/experimental/project/{projectID}/copy/refresh"),  # tests/server/test_app_routes.py
+    ("get", "/vcs/diff/raw"),  # text/x-diff: tests/server/test_app_routes.py
 }  # fmt: skip
 # partwire's own routes, not in opencode's document; each has its own tests
 PARTWIRE_ONLY = {
@@ -144,7 +153,7 @@ async def test_every_operation_answers_with_the_reference_shape(http: httpx.Asyn
         ids = await _fresh_ids(http)
         url = _fill(path, ids)
         payload = _fill(body, ids)
-        if path.endswith("/init"):
+        if path.endswith("/{s}/init"):
             payload["messageID"] = "msg_" + "z" * 26  # a new message id of the caller's choosing
         response = await http.request(method.upper(), url, json=payload)
         assert response.status_code == 200, (
@@ -155,7 +164,7 @@ async def test_every_operation_answers_with_the_reference_shape(http: httpx.Asyn
             "application/json"
         ]["schema"]
         validate_schema(schema, response.json())
-        if path.endswith("/init"):  # answered exactly once, linked by parentID
+        if path.endswith("/{s}/init"):  # answered exactly once, linked by parentID
             history = (await http.get(f"/session/{ids['{s}']}/message")).json()
             answers = [m for m in history if m["info"].get("parentID") == payload["messageID"]]
             assert len(answers) == 1 and len(history) == 4

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 
 from partwire.config import user_config_dir
 from partwire.errors import NotFoundError
+from partwire.providers.registry import resolve_model
 from partwire.schema.base import WireModel
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.skills import discover
@@ -102,3 +104,57 @@ async def refresh_copies(request: Request, projectID: str) -> Response:
     if projectID not in {project_id(d) for d in directories}:
         raise NotFoundError("Project", projectID)
     return Response(status_code=204)
+
+
+@router.get("/experimental/tool", operation_id="tool.list")
+async def tools(request: Request, provider: str, model: str) -> Response:
+    """The tools a model is offered (partwire offers every model the same ones)."""
+    resolve_model(provider, model, runtime_of(request).settings)  # 400/404 for an unknown one
+    specs = [
+        {"id": tool.id, "description": tool.description, "parameters": tool.spec().parameters}
+        for tool in all_tools()
+    ]
+    return _json(specs)
+
+
+@router.get("/experimental/worktree", operation_id="worktree.list")
+async def worktrees() -> Response:
+    return _json([])  # partwire makes no git worktrees of its own
+
+
+@router.get("/experimental/workspace/adapter", operation_id="experimental.workspace.adapter.list")
+async def workspace_adapters() -> Response:
+    return _json([])
+
+
+@router.get("/experimental/workspace/status", operation_id="experimental.workspace.status")
+async def workspace_status() -> Response:
+    return _json([])
+
+
+@router.get("/experimental/console/orgs", operation_id="experimental.console.listOrgs")
+async def console_orgs() -> Response:
+    return _json({"orgs": []})
+
+
+def _shells() -> list[dict[str, Any]]:
+    listed = Path("/etc/shells")
+    lines = listed.read_text().splitlines() if listed.is_file() else []
+    paths = [line.strip() for line in lines if line.strip().startswith("/")]
+    found = [p for p in dict.fromkeys(paths) if Path(p).is_file()]
+    return [{"path": p, "name": Path(p).name, "acceptable": True} for p in found]
+
+
+@router.get("/pty/shells", operation_id="pty.shells")
+async def shells() -> Response:
+    """The shells installed here (partwire's bash tool runs commands in one)."""
+    return _json(await asyncio.to_thread(_shells))
+
+
+@router.post("/global/dispose", operation_id="global.dispose")
+async def dispose_all(request: Request) -> Response:
+    """Dispose of every directory's instance (see POST /instance/dispose)."""
+    runtime = runtime_of(request)
+    for directory in list(runtime.projects):
+        await runtime.dispose(directory)
+    return _json(True)

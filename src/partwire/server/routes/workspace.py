@@ -164,6 +164,24 @@ async def vcs_diff(
     return _json(found)
 
 
+@router.get("/vcs/diff/raw", operation_id="vcs.diff.raw")
+async def vcs_diff_raw(request: Request) -> Response:
+    """The working tree's changes against HEAD as one unified diff (new files included)."""
+    changed = await asyncio.to_thread(workspace.vcs_diff, _project(request), "git", None)
+    text = "".join(entry["patch"] for entry in changed)
+    return Response(text, media_type="text/x-diff; charset=utf-8")
+
+
+@router.post("/project/git/init", operation_id="project.initGit")
+async def init_git(request: Request) -> Response:
+    """Make the project a git repository (nothing happens in one already)."""
+    project = _project(request)
+    await asyncio.to_thread(workspace.init_git, project)
+    known = _session_times(await _runtime(request).store.list_sessions())
+    times = await asyncio.to_thread(_times, project, known)
+    return _json(await asyncio.to_thread(_project_info, project, *times))
+
+
 @router.get("/find/symbol", operation_id="find.symbols")
 async def find_symbols(request: Request, query: str) -> Response:
     """Workspace symbols come from language servers, which partwire does not run."""

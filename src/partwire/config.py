@@ -16,6 +16,7 @@ in ``trustedBaseURLs``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -264,7 +265,11 @@ def _table(value: Any, where: str) -> dict[str, Any]:
 
 
 def _provider(
-    provider_id: str, raw: dict[str, Any], env: dict[str, str], trust: _Trust | None = None
+    provider_id: str,
+    raw: dict[str, Any],
+    env: dict[str, str],
+    trust: _Trust | None = None,
+    stored_key: str | None = None,
 ) -> ProviderConfig:
     raw = _table(raw, f"provider.{provider_id}")
     default_api: Api = (
@@ -287,7 +292,7 @@ def _provider(
         }
     except ConfigError as exc:  # an unset variable breaks this provider only
         key, headers, blocked = None, {}, blocked or exc.message
-    key = key or env.get(_KEY_ENV.get(provider_id, ""))
+    key = key or env.get(_KEY_ENV.get(provider_id, "")) or stored_key
     timeout = options.get("timeout")
     return ProviderConfig(
         id=provider_id,
@@ -302,11 +307,17 @@ def _provider(
 
 
 def _providers(
-    config: dict[str, Any], env: dict[str, str], project: dict[str, Any], user: dict[str, Any]
+    config: dict[str, Any],
+    env: dict[str, str],
+    project: dict[str, Any],
+    user: dict[str, Any],
+    stored: dict[str, str] | None = None,
 ) -> dict[str, ProviderConfig]:
+    """The configured providers; ``stored`` holds API keys set through PUT /auth."""
+    stored = stored or {}
     raw_providers = dict(config.get("provider") or {})
     for provider_id, variable in _KEY_ENV.items():
-        if env.get(variable):
+        if env.get(variable) or provider_id in stored:
             raw_providers.setdefault(provider_id, {})
     trusted = frozenset(str(u).rstrip("/") for u in user.get("trustedBaseURLs") or ())
     project_providers = project.get("provider") or {}
@@ -315,7 +326,10 @@ def _providers(
         options = (project_providers.get(pid) or {}).get("options") or {}
         return _Trust(project_options=options, trusted_urls=trusted)
 
-    return {pid: _provider(pid, raw or {}, env, trust(pid)) for pid, raw in raw_providers.items()}
+    return {
+        pid: _provider(pid, raw or {}, env, trust(pid), stored.get(pid))
+        for pid, raw in raw_providers.items()
+    }
 
 
 def user_config_dir(env: dict[str, str]) -> Path:
@@ -346,10 +360,11 @@ def load_settings(
         config = merge(config, layers[path])
     project_layer = layers.get(project / CONFIG_FILE, {})
     user_layer = next((v for k, v in layers.items() if k != project / CONFIG_FILE), {})
-    providers = _providers(config, source, project_layer, user_layer)
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
+    stored = stored_keys(resolved_data.expanduser().resolve())
+    providers = _providers(config, source, project_layer, user_layer, stored)
     return Settings(
         data_dir=resolved_data.expanduser().resolve(),
         project_dir=project,
@@ -368,6 +383,58 @@ def load_settings(
         cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
         allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
     )
+
+
+AUTH_FILE = "auth.json"
+BUILTIN_PROVIDERS = tuple(_KEY_ENV)
+
+
+def stored_keys(data_dir: Path) -> dict[str, str]:
+    """API keys set through PUT /auth, by provider (``auth.json`` in the data dir, 0600).
+    A file that cannot be read counts as none (the log says why)."""
+    path = data_dir / AUTH_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        logging.getLogger(__name__).warning("%s unreadable, no stored keys: %s", path, exc)
+        return {}
+    keys = {}
+    for provider_id, entry in (data if isinstance(data, dict) else {}).items():
+        if (
+            isinstance(entry, dict)
+            and entry.get("type") == "api"
+            and isinstance(entry.get("key"), str)
+        ):
+            keys[str(provider_id)] = entry["key"]
+    return keys
+
+
+def store_key(data_dir: Path, provider_id: str, key: str | None) -> bool:
+    """Set (or with None remove) a provider's stored API key; False when removing one
+    that was not there. Written to a new file, then moved, readable by the owner only."""
+    path = data_dir / AUTH_FILE
+    current: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            loaded = json.loads(path.read_text())
+            current = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            current = {}
+    if key is None:
+        if provider_id not in current:
+            return False
+        del current[provider_id]
+    else:
+        current[provider_id] = {"type": "api", "key": key}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_suffix(".tmp")
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(json.dumps(current, indent=2) + "\n")
+    os.replace(fresh, path)
+    return True
 
 
 REDACTED = "[redacted]"

@@ -117,3 +117,32 @@ async def test_tool_ids_and_project_copies(http: httpx.AsyncClient) -> None:
     directories = (await http.get(f"/project/{project}/directories")).json()
     validate_schema({"$ref": "#/components/schemas/ProjectDirectories"}, directories)
     assert (await http.get("/project/nope/directories")).status_code == 404
+
+
+async def test_an_api_key_set_through_auth_connects_the_provider(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    before = (await http.get("/provider")).json()
+    assert "openai" not in before["connected"]
+    put = await http.put("/auth/openai", json={"type": "api", "key": "sk-stored-key"})
+    assert put.status_code == 200 and put.json() is True
+    after = (await http.get("/provider")).json()
+    assert "openai" in after["connected"]
+    stored = tmp_path / "data" / "auth.json"
+    assert stored.stat().st_mode & 0o777 == 0o600
+    assert json.loads(stored.read_text()) == {"openai": {"type": "api", "key": "sk-stored-key"}}
+    assert "sk-stored-key" not in (await http.get("/config")).text
+    assert "sk-stored-key" not in (await http.get("/provider")).text
+    assert (await http.get("/provider/auth")).json()["openai"][0]["type"] == "api"
+
+    oauth = {"type": "oauth", "refresh": "r", "access": "a", "expires": 1}
+    refused = await http.put("/auth/openai", json=oauth)
+    assert refused.status_code == 400 and "API keys only" in refused.text
+    unknown = await http.put("/auth/nowhere", json={"type": "api", "key": "k"})
+    assert unknown.status_code == 400 and "nowhere" in unknown.text
+    empty = await http.put("/auth/openai", json={"type": "api", "key": ""})
+    assert empty.status_code == 400
+
+    assert (await http.delete("/auth/openai")).json() is True
+    assert "openai" not in (await http.get("/provider")).json()["connected"]
+    assert (await http.delete("/auth/openai")).status_code == 404

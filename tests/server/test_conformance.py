@@ -92,6 +92,8 @@ ELSEWHERE = {
     ("post", "/session/{sessionID}/permissions/{permissionID}"),
     ("post", "/experimental/project/{projectID}/copy/refresh"),  # tests/server/test_app_routes.py
     ("get", "/vcs/diff/raw"),  # text/x-diff: tests/server/test_app_routes.py
+    ("put", "/auth/{providerID}"),  # writes a key: tests/server/test_app_routes.py
+    ("delete", "/auth/{providerID}"),  # tests/server/test_app_routes.py
 }  # fmt: skip
 # partwire's own routes, not in opencode's document; each has its own tests
 PARTWIRE_ONLY = {

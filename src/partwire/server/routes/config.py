@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
+from pydantic import Field, ValidationError
 
-from partwire.config import read_user_config, redact, write_project_config, write_user_config
-from partwire.errors import BadRequestError, ConfigError
+from partwire.config import (
+    BUILTIN_PROVIDERS,
+    read_user_config,
+    redact,
+    store_key,
+    write_project_config,
+    write_user_config,
+)
+from partwire.errors import BadRequestError, ConfigError, NotFoundError
 from partwire.providers.listing import all_providers, connected, defaults
 from partwire.runtime import Runtime
+from partwire.schema.base import WireModel
 from partwire.schema.provider import ConfigProviders, ProviderList
 from partwire.server.routes.session import wire
 
@@ -57,6 +67,50 @@ async def provider_auth(request: Request) -> Response:
     settings = _runtime(request).settings
     methods = {pid: [{"type": "api", "label": "API key"}] for pid in settings.providers}
     return Response(json.dumps(methods), media_type="application/json")
+
+
+class ApiKey(WireModel):
+    """opencode's ApiAuth: the only kind of credential partwire keeps."""
+
+    type: Literal["api"]
+    key: str = Field(min_length=1, max_length=4096)
+    metadata: dict[str, str] | None = None
+
+
+@router.put("/auth/{providerID}", operation_id="auth.set")
+async def set_auth(request: Request, providerID: str, body: dict[str, Any]) -> Response:
+    """Keep an API key for a provider (``auth.json`` in the data dir, owner-only), as
+    opencode's /connect does; the provider is usable at once. OAuth logins are refused."""
+    runtime = _runtime(request)
+    if body.get("type") != "api":
+        raise BadRequestError(
+            f"partwire takes API keys only (type api), not {body.get('type')!r}", field="type"
+        )
+    try:
+        key = ApiKey.model_validate(body)
+    except ValidationError as exc:
+        raise BadRequestError(f"auth: {exc.errors()[0]['msg']}", field="key") from None
+    known = {*BUILTIN_PROVIDERS, *runtime.settings.providers}
+    if providerID not in known:
+        raise BadRequestError(
+            f"no provider {providerID!r}: configure it in partwire.json (its baseURL) or use "
+            f"one of {', '.join(sorted(known))}",
+            field="providerID",
+            kind="Path",
+        )
+    await asyncio.to_thread(store_key, runtime.settings.data_dir, providerID, key.key)
+    await runtime.reconfigure()
+    return Response("true", media_type="application/json")
+
+
+@router.delete("/auth/{providerID}", operation_id="auth.remove")
+async def remove_auth(request: Request, providerID: str) -> Response:
+    runtime = _runtime(request)
+    removed = await asyncio.to_thread(store_key, runtime.settings.data_dir, providerID, None)
+    if not removed:
+        raise NotFoundError("Stored key of provider", providerID)
+    await runtime.reconfigure()
+    return Response("true", media_type="application/json")
 
 
 @router.get("/global/config", operation_id="global.config.get")

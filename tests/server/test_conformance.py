@@ -179,8 +179,9 @@ async def test_every_route_has_a_conformance_case(http: httpx.AsyncClient) -> No
         for p, ops in (await http.get("/doc")).json()["paths"].items()
     }
     covered = {(m, _template(p)) for m, p, _ in CASES} | ELSEWHERE
-    # the v2 API: tests/server/test_v2.py validates each of its answers
-    covered |= {(m, p) for p, ops in ours.items() for m in ops if p.startswith("/api/")}
+    # the v2 API: tests/server/test_v2.py validates each of its answers; /tui/*:
+    # tests/server/test_tui.py
+    covered |= {(m, p) for p, ops in ours.items() for m in ops if p.startswith(("/api/", "/tui/"))}
     missing = [(m, p) for p, ops in ours.items() for m in ops if (m, p) not in covered]
     assert sorted(missing) == sorted(PARTWIRE_ONLY)
     unknown = [(m, p) for m, p in covered if p not in document()["paths"]]

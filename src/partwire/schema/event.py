@@ -213,6 +213,25 @@ class EditorReadProps(WireModel):
     path: str
 
 
+class TuiPromptProps(WireModel):
+    text: str
+
+
+class TuiCommandProps(WireModel):
+    command: str = Field(min_length=1)
+
+
+class TuiToastProps(WireModel):
+    title: str | None = None
+    message: str
+    variant: Literal["info", "success", "warning", "error"]
+    duration: int | None = Field(default=None, gt=0)
+
+
+class TuiSessionProps(WireModel):
+    session_id: str = Field(alias="sessionID", pattern="^ses")
+
+
 class InstanceDisposedProps(WireModel):
     directory: str
 
@@ -257,3 +276,8 @@ QuestionReplied = define("question.replied", QuestionRepliedProps)
 QuestionRejected = define("question.rejected", QuestionRef)
 TodoUpdated = define("todo.updated", TodoProps)
 EditorRead = define("editor.read", EditorReadProps, logged=False)
+# commands for a TUI attached to this server (opencode's /tui routes); nothing to keep
+TuiPromptAppend = define("tui.prompt.append", TuiPromptProps, logged=False)
+TuiCommandExecute = define("tui.command.execute", TuiCommandProps, logged=False)
+TuiToastShow = define("tui.toast.show", TuiToastProps, logged=False)
+TuiSessionSelect = define("tui.session.select", TuiSessionProps, logged=False)

@@ -1,0 +1,66 @@
+"""opencode's /tui routes publish tui.* events an attached TUI carries out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from partwire.client.http import PartwireClient
+from partwire.schema.event import Event
+from tests.reference import event_schema_name, validate
+
+
+async def test_tui_routes_publish_the_events_a_tui_acts_on(server: str) -> None:
+    seen: list[Event] = []
+    async with PartwireClient(server) as client:
+        session_id = (await client.create_session()).id
+
+        async def follow() -> None:
+            async for event in client.events():
+                if event.type.startswith("tui."):
+                    seen.append(event)
+
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.2)
+        http = client._http
+        calls = [
+            ("/tui/append-prompt", {"text": "hello"}),
+            ("/tui/clear-prompt", None),
+            ("/tui/submit-prompt", None),
+            ("/tui/open-help", None),
+            ("/tui/open-sessions", None),
+            ("/tui/open-themes", None),
+            ("/tui/open-models", None),
+            ("/tui/execute-command", {"command": "agent.cycle"}),
+            ("/tui/show-toast", {"message": "done", "variant": "success", "duration": 3000}),
+            ("/tui/select-session", {"sessionID": session_id}),
+            ("/tui/publish", {"type": "tui.prompt.append", "properties": {"text": "more"}}),
+        ]
+        for path, body in calls:
+            response = await http.post(path, json=body)
+            assert response.status_code == 200 and response.json() is True, path
+        bad = [
+            ("/tui/select-session", {"sessionID": "ses_nope"}, 404),
+            ("/tui/show-toast", {"message": "x", "variant": "loud"}, 400),
+            ("/tui/publish", {"type": "session.deleted", "properties": {}}, 400),
+            ("/tui/publish", {"type": "tui.toast.show", "properties": {"message": 1}}, 400),
+        ]
+        for path, body, status in bad:
+            assert (await http.post(path, json=body)).status_code == status, path
+        for _ in range(100):
+            if len(seen) >= len(calls):
+                break
+            await asyncio.sleep(0.02)
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+    commands = [e.properties.command for e in seen if e.type == "tui.command.execute"]
+    assert commands == [
+        "prompt.clear", "prompt.submit", "help.show", "session.list", "theme.list",
+        "model.list", "agent.cycle",
+    ]  # fmt: skip
+    assert [e.type for e in seen].count("tui.prompt.append") == 2
+    for event in seen:  # opencode's tui events carry no id; ours do, as every event here
+        body = {k: v for k, v in json.loads(event.json).items() if k != "id"}
+        validate(event_schema_name(event.type), body)

@@ -146,3 +146,21 @@ async def test_an_api_key_set_through_auth_connects_the_provider(
     assert (await http.delete("/auth/openai")).json() is True
     assert "openai" not in (await http.get("/provider")).json()["connected"]
     assert (await http.delete("/auth/openai")).status_code == 404
+
+
+async def test_every_projects_sessions(http: httpx.AsyncClient, project: Path) -> None:
+    first = (await http.post("/session", json={"title": "alpha one"})).json()
+    child = (await http.post("/session", json={"parentID": first["id"]})).json()
+    old = (await http.post("/session", json={"title": "archived"})).json()
+    await http.patch(f"/session/{old['id']}", json={"time": {"archived": 1}})
+    listed = (await http.get("/experimental/session")).json()
+    assert [s["id"] for s in listed] == [child["id"], first["id"]]  # newest first
+    assert listed[0]["project"]["worktree"] == str(project)
+    roots = (await http.get("/experimental/session?roots=true")).json()
+    assert [s["id"] for s in roots] == [first["id"]]
+    found = (await http.get("/experimental/session?search=ALPHA")).json()
+    assert [s["id"] for s in found] == [first["id"]]
+    everything = (await http.get("/experimental/session?archived=true")).json()
+    assert {s["id"] for s in everything} == {first["id"], child["id"], old["id"]}
+    page = (await http.get(f"/experimental/session?cursor={listed[0]['time']['updated']}")).json()
+    assert child["id"] not in [s["id"] for s in page]

@@ -81,6 +81,7 @@ CASES: list[tuple[str, str, Any]] = [
     ("get", "/pty/shells", None),
     ("post", "/global/dispose", None),
     ("post", "/project/git/init", None),
+    ("get", "/experimental/session?roots=true&limit=5", None),
 ]
 # answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
 ELSEWHERE = {

@@ -13,8 +13,9 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
+from partwire import workspace
 from partwire.config import user_config_dir
 from partwire.errors import NotFoundError
 from partwire.providers.registry import resolve_model
@@ -158,3 +159,40 @@ async def dispose_all(request: Request) -> Response:
     for directory in list(runtime.projects):
         await runtime.dispose(directory)
     return _json(True)
+
+
+@router.get("/experimental/session", operation_id="experimental.session.list")
+async def all_sessions(
+    request: Request,
+    roots: bool = False,
+    start: float | None = None,
+    cursor: float | None = None,
+    search: str | None = None,
+    limit: int = Query(default=100, ge=1, le=1000),
+    archived: bool = False,
+) -> Response:
+    """Every project's sessions, newest update first, each with its project; archived
+    ones only when asked. ``start``: updated at or after; ``cursor``: updated before
+    (the last ``time.updated`` of the page before)."""
+    sessions = await runtime_of(request).store.list_sessions()
+    sessions.sort(key=lambda s: s.time.updated, reverse=True)
+    picked = [
+        s
+        for s in sessions
+        if (archived or s.time.archived is None)
+        and not (roots and s.parent_id is not None)
+        and not (search and search.lower() not in s.title.lower())
+        and (start is None or s.time.updated >= start)
+        and (cursor is None or s.time.updated < cursor)
+    ][:limit]
+    out = []
+    for session in picked:
+        entry = session.wire()
+        worktree = await asyncio.to_thread(workspace.worktree, Path(session.directory))
+        entry["project"] = {
+            "id": session.project_id,
+            "name": Path(session.directory).name,
+            "worktree": str(worktree),
+        }
+        out.append(entry)
+    return _json(out)

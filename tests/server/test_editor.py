@@ -34,9 +34,12 @@ async def prompt_answering_reads(
     """Prompt "notes.txt" (the demo reads it) and answer each editor.read with ``answer``:
     its text, FAIL (the editor reports an error) or anything else (it stays silent)."""
     asked: list[EditorReadProps] = []
+    connected = asyncio.Event()
 
     async def follow() -> None:
         async for event in client.events():
+            if event.type == "server.connected":
+                connected.set()
             if isinstance(event.properties, EditorReadProps):
                 asked.append(event.properties)
                 reply = answer(event.properties)
@@ -46,7 +49,7 @@ async def prompt_answering_reads(
                     await client.reply_editor_read(event.properties.id, reply)
 
     follower = asyncio.create_task(follow())
-    await asyncio.sleep(0.2)  # the event stream is open
+    await asyncio.wait_for(connected.wait(), 20)  # editor.read is not logged: listen first
     try:
         await client.prompt(session_id, "notes.txt")
     finally:

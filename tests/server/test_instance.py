@@ -32,7 +32,7 @@ async def test_dispose_stops_runs_announces_and_keeps_serving(server: str) -> No
                 seen.append(event)
 
         follower = asyncio.create_task(follow())
-        await asyncio.sleep(0.2)
+        await arrived(seen, "server.connected")
         await client.prompt_async(session_id, "long 5000")
         await arrived(seen, "message.part.delta")  # the answer streams
         assert await client.dispose() is True
@@ -40,10 +40,14 @@ async def test_dispose_stops_runs_announces_and_keeps_serving(server: str) -> No
         # the run stopped, the event stream stayed open, and the instance serves again
         (last,) = [m for m in await client.messages(session_id) if m.info.role == "assistant"]
         assert last.info.error is not None and last.info.error.name == "MessageAbortedError"
+        before = len(seen)
         answer = await client.prompt(session_id, "hello")
         assert answer.info.error is None
-        await asyncio.sleep(0.2)
-        assert any(e.type == "session.idle" for e in seen[-5:])
+        for _ in range(250):
+            if any(e.type == "session.idle" for e in seen[before:]):
+                break
+            await asyncio.sleep(0.02)
+        assert any(e.type == "session.idle" for e in seen[before:])
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower

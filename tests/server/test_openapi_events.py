@@ -40,14 +40,21 @@ async def test_live_events_validate_against_the_union(server: str) -> None:
     async with PartwireClient(server) as client:
         session_id = (await client.create_session()).id
 
+        connected = asyncio.Event()
+
         async def collect() -> None:
             async for event in client.events():
                 events.append(json.loads(event.json))
+                if event.type == "server.connected":
+                    connected.set()
 
         follower = asyncio.create_task(collect())
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(connected.wait(), 20)
         await client.prompt(session_id, "list")
-        await asyncio.sleep(0.2)
+        for _ in range(250):
+            if any(e["type"] == "session.idle" for e in events):
+                break
+            await asyncio.sleep(0.02)
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower

@@ -16,13 +16,17 @@ async def test_tui_routes_publish_the_events_a_tui_acts_on(server: str) -> None:
     async with PartwireClient(server) as client:
         session_id = (await client.create_session()).id
 
+        connected = asyncio.Event()
+
         async def follow() -> None:
             async for event in client.events():
+                if event.type == "server.connected":
+                    connected.set()
                 if event.type.startswith("tui."):
                     seen.append(event)
 
         follower = asyncio.create_task(follow())
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(connected.wait(), 20)  # tui events are not logged
         http = client._http
         calls = [
             ("/tui/append-prompt", {"text": "hello"}),

@@ -172,13 +172,7 @@ async def test_interrupt_compact_and_deliveries(http: httpx.AsyncClient) -> None
     queued = {"prompt": {"text": "hello"}, "delivery": "queue"}
     assert (await http.post(f"/api/session/{session_id}/prompt", json=queued)).status_code == 200
     assert (await http.post(f"/api/session/{session_id}/interrupt")).status_code == 204
-    await settle(http, session_id)
-    for _ in range(500):  # the queued prompt is stored once the turn has ended
-        messages = (await http.get(f"/session/{session_id}/message")).json()
-        if len(messages) >= 3:
-            break
-        await asyncio.sleep(0.02)
-    await settle(http, session_id)
+    await settle(http, session_id)  # idle, and the queued prompt answered too
     messages = (await http.get(f"/session/{session_id}/message")).json()
     roles = [(m["info"]["role"], m["info"].get("error", {}).get("name")) for m in messages]
     assert roles[:2] == [("user", None), ("assistant", "MessageAbortedError")]
@@ -272,7 +266,10 @@ async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
     async with httpx.AsyncClient(base_url=server, timeout=30) as http:
         session_id = await new_session(http)
         reader = asyncio.create_task(read({}, "session.idle"))
-        await asyncio.sleep(0.3)
+        for _ in range(500):  # listening before the prompt
+            if frames:
+                break
+            await asyncio.sleep(0.02)
         await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "list"}})
         await asyncio.wait_for(reader, 20)
     kinds = [f["type"] for _, f in frames]

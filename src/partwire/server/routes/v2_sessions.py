@@ -231,7 +231,10 @@ async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Re
     if not payload.resume:
         await loop.add_without_reply(sessionID, body_in)
     elif payload.delivery == "queue" and loop.is_busy(sessionID):
-        asyncio.get_running_loop().create_task(_after_idle(project, sessionID, body_in))
+        held = asyncio.get_running_loop().create_task(_after_idle(project, sessionID, body_in))
+        queued = QUEUED.setdefault(sessionID, set())
+        queued.add(held)
+        held.add_done_callback(queued.discard)
     else:
         future = await loop.enqueue(sessionID, body_in)
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -252,6 +255,10 @@ async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Re
     return body({"data": admitted})
 
 
+# prompts delivered with "queue" that wait for their session's turn to end, by session
+QUEUED: dict[str, set[asyncio.Task[None]]] = {}
+
+
 async def _after_idle(project: Project, session_id: str, body_in: PromptInput) -> None:
     await project.loop.wait_idle(session_id)
     future = await project.loop.enqueue(session_id, body_in)
@@ -263,7 +270,13 @@ async def _after_idle(project: Project, session_id: str, body_in: PromptInput) -
 )
 async def wait(request: Request, sessionID: str) -> Response:
     _, _, project = await _session(request, sessionID)
-    await project.loop.wait_idle(sessionID)
+    while True:  # idle, with no queued prompt still to run
+        await project.loop.wait_idle(sessionID)
+        held = QUEUED.get(sessionID)
+        if not held:
+            break
+        await asyncio.wait(set(held))
+    QUEUED.pop(sessionID, None)
     return Response(status_code=204)
 
 

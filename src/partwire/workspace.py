@@ -6,6 +6,7 @@ Blocking (file system, git) by design: callers run these in a worker thread.
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,32 @@ def init_git(project: Path) -> None:
         return
     if git(project, "init", "-q") is None:
         raise BadRequestError(f"git init failed in {project} (is git installed?)")
+
+
+PROJECTS_FILE = "projects.json"
+
+
+def project_settings(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """What users set on projects (PATCH /project/{id}: name, icon, commands), by id."""
+    path = data_dir / PROJECTS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return (
+        {str(k): v for k, v in data.items() if isinstance(v, dict)}
+        if isinstance(data, dict)
+        else {}
+    )
+
+
+def save_project_settings(data_dir: Path, project_id: str, fields: dict[str, Any]) -> None:
+    """Merge ``fields`` into the project's settings (written to a new file, then moved)."""
+    known = project_settings(data_dir)
+    known[project_id] = {**known.get(project_id, {}), **fields}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fresh = data_dir / (PROJECTS_FILE + ".tmp")
+    fresh.write_text(json.dumps(known, indent=2) + "\n")
+    fresh.replace(data_dir / PROJECTS_FILE)

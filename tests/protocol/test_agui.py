@@ -187,7 +187,7 @@ async def test_a_run_resumes_after_any_event(paced: str) -> None:
 
 async def test_a_reconnect_mid_run_snapshots_then_goes_on_live(paced: str) -> None:
     async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
-        async with http.stream("POST", "/agui", json=run_input("mid", "long 300")) as first:
+        async with http.stream("POST", "/agui", json=run_input("mid", "long 800")) as first:
             async for line in first.aiter_lines():
                 if "TEXT_MESSAGE_CONTENT" in line:
                     break
@@ -199,7 +199,7 @@ async def test_a_reconnect_mid_run_snapshots_then_goes_on_live(paced: str) -> No
     assert kinds[3:5] == ["STEP_STARTED", "TEXT_MESSAGE_START"] and kinds[-1] == "RUN_FINISHED"
     (text,) = [m for m in events[1]["messages"] if m["role"] == "assistant" and m.get("content")]
     rest = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
-    assert (text["content"] + rest).split() == [f"w{i}" for i in range(300)]
+    assert (text["content"] + rest).split() == [f"w{i}" for i in range(800)]
 
 
 # ---- bad input -------------------------------------------------------------------------------

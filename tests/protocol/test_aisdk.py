@@ -179,7 +179,7 @@ async def test_a_reconnect_resumes_after_any_chunk(paced: str) -> None:
 
 async def test_a_reconnect_mid_turn_goes_on_live_without_loss_or_repeats(paced: str) -> None:
     async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
-        async with http.stream("POST", "/ui/chat", json=chat_body("live", "long 300")) as first:
+        async with http.stream("POST", "/ui/chat", json=chat_body("live", "long 800")) as first:
             got: list[Message] = []
             async for line in first.aiter_lines():
                 if line.startswith("id: "):
@@ -198,7 +198,7 @@ async def test_a_reconnect_mid_turn_goes_on_live_without_loss_or_repeats(paced: 
             resumed = await read_chunks(rest)
         assert got + resumed == replayed
         text = "".join(c["delta"] for _, c in replayed if c["type"] == "text-delta")
-        assert text.split() == [f"w{i}" for i in range(300)]
+        assert text.split() == [f"w{i}" for i in range(800)]
         assert (await http.get("/ui/chat/live/stream")).status_code == 204
 
 

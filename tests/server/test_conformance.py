@@ -95,6 +95,7 @@ ELSEWHERE = {
     ("get", "/vcs/diff/raw"),  # text/x-diff: tests/server/test_app_routes.py
     ("put", "/auth/{providerID}"),  # writes a key: tests/server/test_app_routes.py
     ("delete", "/auth/{providerID}"),  # tests/server/test_app_routes.py
+    ("patch", "/project/{projectID}"),  # tests/server/test_instance.py
 }  # fmt: skip
 # partwire's own routes, not in opencode's document; each has its own tests
 PARTWIRE_ONLY = {

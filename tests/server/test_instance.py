@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import httpx
 
 from partwire.client.http import PartwireClient
 from partwire.schema.event import Event
+from tests.reference import response_schema, validate, validate_schema
 
 
 async def arrived(seen: list[Event], kind: str) -> None:
@@ -68,3 +70,34 @@ async def test_projects_report_their_own_times(server: str, project: Path) -> No
         listed = (await http.get("/project")).json()
         assert listed[0]["time"] == now["time"]
         assert now["time"]["created"] <= int(time.time() * 1000)
+
+
+async def test_a_project_can_be_renamed(server: str) -> None:
+    async with PartwireClient(server) as client:
+        seen: list[Event] = []
+
+        async def follow() -> None:
+            async for event in client.events():
+                seen.append(event)
+
+        follower = asyncio.create_task(follow())
+        await arrived(seen, "server.connected")
+        http = client._http
+        project = (await http.get("/project/current")).json()
+        body = {"name": "Renamed", "icon": {"color": "#ff0000"}, "commands": {"start": "make"}}
+        updated = await http.patch(f"/project/{project['id']}", json=body)
+        assert updated.status_code == 200, updated.text
+        validate_schema(response_schema("/project/{projectID}", "patch"), updated.json())
+        assert updated.json()["name"] == "Renamed"
+        current = (await http.get("/project/current")).json()
+        assert current["name"] == "Renamed" and current["icon"] == {"color": "#ff0000"}
+        assert (await http.get("/project")).json()[0]["name"] == "Renamed"
+        await arrived(seen, "project.updated")
+        event = next(e for e in seen if e.type == "project.updated")
+        validate("EventProjectUpdated", json.loads(event.json))
+        assert (await http.patch("/project/nope", json={"name": "x"})).status_code == 404
+        bad = await http.patch(f"/project/{project['id']}", json={"name": ""})
+        assert bad.status_code == 400
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower

@@ -18,6 +18,7 @@ from partwire.schema.base import WireModel
 from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest, Todo
+from partwire.schema.project import ProjectInfo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 
 P = TypeVar("P", bound=WireModel)
@@ -276,6 +277,7 @@ QuestionReplied = define("question.replied", QuestionRepliedProps)
 QuestionRejected = define("question.rejected", QuestionRef)
 TodoUpdated = define("todo.updated", TodoProps)
 EditorRead = define("editor.read", EditorReadProps, logged=False)
+ProjectUpdated = define("project.updated", ProjectInfo)
 # commands for a TUI attached to this server (opencode's /tui routes); nothing to keep
 TuiPromptAppend = define("tui.prompt.append", TuiPromptProps, logged=False)
 TuiCommandExecute = define("tui.command.execute", TuiCommandProps, logged=False)

@@ -14,6 +14,8 @@ from partwire import commands as command_files
 from partwire import workspace
 from partwire.errors import NotFoundError
 from partwire.runtime import Runtime
+from partwire.schema.event import ProjectUpdated
+from partwire.schema.project import ProjectInfo, ProjectUpdateInput
 from partwire.schema.session import Session
 from partwire.server.routes.scope import requested_project
 from partwire.session.sessions import project_id
@@ -49,7 +51,9 @@ async def path(request: Request) -> Response:
     )
 
 
-def _project_info(project: Path, created: int, updated: int) -> dict[str, Any]:
+def _project_info(
+    project: Path, created: int, updated: int, chosen: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """opencode's Project for one directory partwire serves. ``worktree`` is its git work
     tree; a directory inside one is named in ``sandboxes`` (the schema has no other field
     for it), so a client scopes requests with ``sandboxes[0]`` if any, else ``worktree``."""
@@ -63,7 +67,7 @@ def _project_info(project: Path, created: int, updated: int) -> dict[str, Any]:
     }
     if workspace.git(project, "rev-parse", "--git-dir") is not None:
         info["vcs"] = "git"
-    return info
+    return {**info, **(chosen or {})}  # what the user set (PATCH /project/{id}) wins
 
 
 def _session_times(sessions: list[Session]) -> dict[Path, tuple[int, int]]:
@@ -84,13 +88,16 @@ def _times(path: Path, known: dict[Path, tuple[int, int]]) -> tuple[int, int]:
     return stamp, stamp
 
 
-def _known_projects(default: Path, opened: list[Path], sessions: list[Session]) -> list[Any]:
+def _known_projects(
+    default: Path, opened: list[Path], sessions: list[Session], data_dir: Path
+) -> list[Any]:
     """Every directory this server knows: where it started, then those of stored sessions
     and of requests, most recently active first; directories gone from disk are left out."""
     known = _session_times(sessions)
+    chosen = workspace.project_settings(data_dir)
     others = sorted({*opened, *known} - {default}, key=lambda p: -known.get(p, (0, 0))[1])
     return [
-        _project_info(path, *_times(path, known))
+        _project_info(path, *_times(path, known), chosen.get(project_id(str(path))))
         for path in [default, *others]
         if path == default or path.is_dir()
     ]
@@ -101,16 +108,48 @@ async def projects(request: Request) -> Response:
     runtime = _runtime(request)
     sessions = await runtime.store.list_sessions()
     opened = list(runtime.projects)
-    known = await asyncio.to_thread(_known_projects, runtime.settings.project_dir, opened, sessions)
+    known = await asyncio.to_thread(
+        _known_projects, runtime.settings.project_dir, opened, sessions, runtime.settings.data_dir
+    )
     return _json(known)
+
+
+async def _info(request: Request, project: Path) -> dict[str, Any]:
+    runtime = _runtime(request)
+    known = _session_times(await runtime.store.list_sessions())
+    times = await asyncio.to_thread(_times, project, known)
+    chosen = await asyncio.to_thread(workspace.project_settings, runtime.settings.data_dir)
+    pid = project_id(str(project))
+    return await asyncio.to_thread(_project_info, project, *times, chosen.get(pid))
 
 
 @router.get("/project/current", operation_id="project.current")
 async def current_project(request: Request) -> Response:
-    project = _project(request)
-    known = _session_times(await _runtime(request).store.list_sessions())
-    times = await asyncio.to_thread(_times, project, known)
-    return _json(await asyncio.to_thread(_project_info, project, *times))
+    return _json(await _info(request, _project(request)))
+
+
+@router.patch("/project/{projectID}", operation_id="project.update")
+async def update_project(request: Request, projectID: str, body: ProjectUpdateInput) -> Response:
+    """Set the project's name, icon or start command (kept in the data dir, shown by every
+    project route); ``project.updated`` tells the clients."""
+    runtime = _runtime(request)
+    sessions = await runtime.store.list_sessions()
+    known = await asyncio.to_thread(
+        _known_projects, runtime.settings.project_dir, list(runtime.projects), sessions,
+        runtime.settings.data_dir,
+    )  # fmt: skip
+    if all(info["id"] != projectID for info in known):
+        raise NotFoundError("Project", projectID)
+    fields = body.wire()
+    await asyncio.to_thread(
+        workspace.save_project_settings, runtime.settings.data_dir, projectID, fields
+    )
+    info = next(i for i in known if i["id"] == projectID)
+    updated = await _info(
+        request, Path(info["sandboxes"][0] if info["sandboxes"] else info["worktree"])
+    )
+    await runtime.store.publish([ProjectUpdated(ProjectInfo.model_validate(updated))])
+    return _json(updated)
 
 
 @router.get("/file", operation_id="file.list")
@@ -177,9 +216,7 @@ async def init_git(request: Request) -> Response:
     """Make the project a git repository (nothing happens in one already)."""
     project = _project(request)
     await asyncio.to_thread(workspace.init_git, project)
-    known = _session_times(await _runtime(request).store.list_sessions())
-    times = await asyncio.to_thread(_times, project, known)
-    return _json(await asyncio.to_thread(_project_info, project, *times))
+    return _json(await _info(request, project))
 
 
 @router.get("/find/symbol", operation_id="find.symbols")
@@ -194,7 +231,11 @@ async def project_directories(request: Request, projectID: str) -> Response:
     runtime = _runtime(request)
     sessions = await runtime.store.list_sessions()
     known = await asyncio.to_thread(
-        _known_projects, runtime.settings.project_dir, list(runtime.projects), sessions
+        _known_projects,
+        runtime.settings.project_dir,
+        list(runtime.projects),
+        sessions,
+        runtime.settings.data_dir,
     )
     for info in known:
         if info["id"] == projectID:

@@ -16,7 +16,6 @@ in ``trustedBaseURLs``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 
 import platformdirs
 
+from partwire import keys
 from partwire.errors import ConfigError
 
 Api = Literal["openai", "openai-responses", "openai-compatible", "anthropic"]
@@ -32,6 +32,7 @@ APIS: tuple[Api, ...] = ("openai", "openai-responses", "openai-compatible", "ant
 CONFIG_FILE = "partwire.json"
 _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BUILTIN_PROVIDERS = tuple(_KEY_ENV)
 # opencode configs name the AI SDK package; they map onto our APIs unchanged
 _NPM: dict[str, Api] = {
     "@ai-sdk/openai": "openai",
@@ -363,7 +364,7 @@ def load_settings(
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
-    stored = stored_keys(resolved_data.expanduser().resolve())
+    stored = keys.stored(resolved_data.expanduser().resolve())
     providers = _providers(config, source, project_layer, user_layer, stored)
     return Settings(
         data_dir=resolved_data.expanduser().resolve(),
@@ -383,58 +384,6 @@ def load_settings(
         cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
         allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
     )
-
-
-AUTH_FILE = "auth.json"
-BUILTIN_PROVIDERS = tuple(_KEY_ENV)
-
-
-def stored_keys(data_dir: Path) -> dict[str, str]:
-    """API keys set through PUT /auth, by provider (``auth.json`` in the data dir, 0600).
-    A file that cannot be read counts as none (the log says why)."""
-    path = data_dir / AUTH_FILE
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        logging.getLogger(__name__).warning("%s unreadable, no stored keys: %s", path, exc)
-        return {}
-    keys = {}
-    for provider_id, entry in (data if isinstance(data, dict) else {}).items():
-        if (
-            isinstance(entry, dict)
-            and entry.get("type") == "api"
-            and isinstance(entry.get("key"), str)
-        ):
-            keys[str(provider_id)] = entry["key"]
-    return keys
-
-
-def store_key(data_dir: Path, provider_id: str, key: str | None) -> bool:
-    """Set (or with None remove) a provider's stored API key; False when removing one
-    that was not there. Written to a new file, then moved, readable by the owner only."""
-    path = data_dir / AUTH_FILE
-    current: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            loaded = json.loads(path.read_text())
-            current = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
-            current = {}
-    if key is None:
-        if provider_id not in current:
-            return False
-        del current[provider_id]
-    else:
-        current[provider_id] = {"type": "api", "key": key}
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fresh = path.with_suffix(".tmp")
-    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(json.dumps(current, indent=2) + "\n")
-    os.replace(fresh, path)
-    return True
 
 
 REDACTED = "[redacted]"

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from partwire.config import Settings
-from partwire.protocol.aisdk import UIChunks, ui_messages
+from partwire.protocol.aisdk import UIChunks
+from partwire.protocol.uimessages import ui_messages
 from partwire.runtime import Runtime
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node

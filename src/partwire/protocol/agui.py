@@ -65,7 +65,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from partwire.protocol.aisdk import Approval, Chunk, UIChunks
+from partwire.protocol.aisdk import Chunk, UIChunks
+from partwire.protocol.uimessages import Approval
 from partwire.schema.message import AssistantMessage as StoredAssistant
 from partwire.schema.message import MessageWithParts
 from partwire.schema.part import ReasoningPart, TextPart, ToolPart

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from partwire.protocol.v2messages import tokens_v2
 from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import (
@@ -40,16 +41,6 @@ from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolS
 DURABLE_SOURCES = ("message.updated", "message.part.updated")
 LIVE_SOURCES = (*DURABLE_SOURCES, "message.part.delta")
 PROVIDER = {"executed": False}
-
-
-def _tokens(info: AssistantMessage) -> dict[str, Any]:
-    tokens = info.tokens
-    return {
-        "input": tokens.input,
-        "output": tokens.output,
-        "reasoning": tokens.reasoning,
-        "cache": {"read": tokens.cache.read, "write": tokens.cache.write},
-    }
 
 
 def _error_text(info: AssistantMessage) -> str:
@@ -151,7 +142,7 @@ class DurableEvents:
                 "assistantMessageID": info.id,
                 "finish": info.finish or "unknown",
                 "cost": info.cost,
-                "tokens": _tokens(info),
+                "tokens": tokens_v2(info.tokens),
                 "_time": stamp,
             }
             out.append(("step.ended", ended))

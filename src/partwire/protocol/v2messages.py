@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from partwire.schema.base import Tokens
 from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
 from partwire.schema.part import (
     AgentPart,
@@ -24,6 +25,16 @@ from partwire.schema.tool_state import (
     ToolStatePending,
     ToolStateRunning,
 )
+
+
+def tokens_v2(tokens: Tokens) -> dict[str, Any]:
+    """Token counts in v2's shape (sessions, assistant messages, step ends)."""
+    return {
+        "input": tokens.input,
+        "output": tokens.output,
+        "reasoning": tokens.reasoning,
+        "cache": {"read": tokens.cache.read, "write": tokens.cache.write},
+    }
 
 
 def _user(message: MessageWithParts) -> dict[str, Any]:
@@ -106,7 +117,6 @@ def _assistant(message: MessageWithParts) -> dict[str, Any]:
     timing = {"created": info.time.created}
     if info.time.completed is not None:
         timing["completed"] = info.time.completed
-    tokens = info.tokens
     result: dict[str, Any] = {
         "id": info.id,
         "time": timing,
@@ -115,12 +125,7 @@ def _assistant(message: MessageWithParts) -> dict[str, Any]:
         "model": {"id": info.model_id, "providerID": info.provider_id},
         "content": content,
         "cost": info.cost,
-        "tokens": {
-            "input": tokens.input,
-            "output": tokens.output,
-            "reasoning": tokens.reasoning,
-            "cache": {"read": tokens.cache.read, "write": tokens.cache.write},
-        },
+        "tokens": tokens_v2(info.tokens),
     }
     if info.finish is not None:
         result["finish"] = info.finish

@@ -30,6 +30,7 @@ from partwire.server.routes import (
     tui,
     uichat,
     v2,
+    v2_asks,
     v2_sessions,
     workspace,
 )
@@ -104,6 +105,7 @@ def create_app(settings: Settings) -> FastAPI:
         tui,
         v2,
         v2_sessions,
+        v2_asks,
         permission,
         agent,
         config,

@@ -12,7 +12,6 @@ silently, so its state there is exact.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -26,6 +25,7 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
+from partwire.session.loop import leave_running
 
 Item = dict[str, Any]
 
@@ -80,12 +80,6 @@ async def answer_permissions(
         pending = {p.id for p in runtime.permissions.pending() if p.session_id == session_id}
         if request_id in pending:
             await runtime.permissions.reply(request_id, reply, message)
-
-
-def leave_running(future: asyncio.Future[Any]) -> None:
-    """A prompt's run answers no one here: its outcome is in the stream (and logged)."""
-    if not future.cancelled():
-        future.exception()
 
 
 async def enqueue_prompt(

@@ -17,6 +17,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from partwire import ids
 from partwire.config import Settings
@@ -91,6 +92,13 @@ class _Run:
     on_abort: Callable[[], Awaitable[None]] | None = None  # an external loop's recording
 
 
+def leave_running(future: asyncio.Future[Any]) -> None:
+    """For a run whose outcome nobody awaits (it is logged, and streamed to clients): take
+    its exception, so asyncio does not report it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
 class SessionLoop:
     def __init__(
         self,
@@ -106,11 +114,33 @@ class SessionLoop:
         self.host = host
         self.reverts = reverts
         self._runs: dict[str, _Run] = {}
+        self._held: dict[str, set[asyncio.Task[None]]] = {}  # enqueue_after_turn's prompts
         self.titler = Titler(store)
         self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
 
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._runs
+
+    def enqueue_after_turn(self, session_id: str, body: PromptInput) -> None:
+        """Hold a prompt until the session's run (if any) has ended, then enqueue it
+        (opencode v2's ``delivery: queue``); ``wait_idle`` waits for it too."""
+        held = asyncio.get_running_loop().create_task(self._after_turn(session_id, body))
+        waiting = self._held.setdefault(session_id, set())
+        waiting.add(held)
+        held.add_done_callback(waiting.discard)
+        held.add_done_callback(leave_running)
+
+    async def _after_turn(self, session_id: str, body: PromptInput) -> None:
+        await self._run_ended(session_id)
+        (await self.enqueue(session_id, body)).add_done_callback(leave_running)
+
+    async def _run_ended(self, session_id: str) -> None:
+        """Return once no run (ours or an external loop's recording) holds the session."""
+        while (run := self._runs.get(session_id)) is not None:
+            if run.task is not None:
+                await asyncio.wait({run.task})
+            else:
+                await asyncio.sleep(0.05)  # a recording: it ends when its loop says so
 
     def running(self) -> list[str]:
         """The sessions a run (or an external loop's recording) holds now."""
@@ -232,12 +262,15 @@ class SessionLoop:
         return True
 
     async def wait_idle(self, session_id: str) -> None:
-        """Return once no run (ours or an external loop's recording) holds the session."""
-        while (run := self._runs.get(session_id)) is not None:
-            if run.task is not None:
-                await asyncio.wait({run.task})
-            else:
-                await asyncio.sleep(0.05)  # a recording: it ends when its loop says so
+        """Return once no run (ours or an external loop's recording) holds the session and
+        no prompt waits for the run to end."""
+        while True:
+            await self._run_ended(session_id)
+            held = self._held.get(session_id)
+            if not held:
+                self._held.pop(session_id, None)
+                return
+            await asyncio.wait(set(held))
 
     async def ensure_idle(self, session_id: str) -> None:
         self.ensure_idle_now(session_id)

@@ -27,7 +27,8 @@ from pydantic import ValidationError
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError
-from partwire.protocol.aisdk import UI_EVENTS, approvals_of
+from partwire.protocol.aisdk import UI_EVENTS
+from partwire.protocol.uimessages import approvals_of
 from partwire.runtime import Runtime
 from partwire.schema.input import PromptInput, SessionCreateInput, TextPartInput
 from partwire.schema.part import ModelRef

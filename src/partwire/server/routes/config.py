@@ -9,11 +9,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request, Response
 from pydantic import Field, ValidationError
 
+from partwire import keys
 from partwire.config import (
     BUILTIN_PROVIDERS,
     read_user_config,
     redact,
-    store_key,
     write_project_config,
     write_user_config,
 )
@@ -98,7 +98,7 @@ async def set_auth(request: Request, providerID: str, body: dict[str, Any]) -> R
             field="providerID",
             kind="Path",
         )
-    await asyncio.to_thread(store_key, runtime.settings.data_dir, providerID, key.key)
+    await asyncio.to_thread(keys.store, runtime.settings.data_dir, providerID, key.key)
     await runtime.reconfigure()
     return Response("true", media_type="application/json")
 
@@ -106,7 +106,7 @@ async def set_auth(request: Request, providerID: str, body: dict[str, Any]) -> R
 @router.delete("/auth/{providerID}", operation_id="auth.remove")
 async def remove_auth(request: Request, providerID: str) -> Response:
     runtime = _runtime(request)
-    removed = await asyncio.to_thread(store_key, runtime.settings.data_dir, providerID, None)
+    removed = await asyncio.to_thread(keys.store, runtime.settings.data_dir, providerID, None)
     if not removed:
         raise NotFoundError("Stored key of provider", providerID)
     await runtime.reconfigure()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Annotated
 
@@ -23,6 +22,7 @@ from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 from partwire.server.routes.scope import requested_project, runtime_of, session_project
+from partwire.session.loop import leave_running
 
 router = APIRouter(prefix="/session", tags=["session"])
 
@@ -122,11 +122,6 @@ async def prompt(request: Request, sessionID: str, body: PromptInput) -> Respons
     return wire(await project.loop.prompt(sessionID, body))
 
 
-def _retrieve(future: asyncio.Future[AssistantWithParts]) -> None:
-    if not future.cancelled():
-        future.exception()  # the run already logged it; nobody else awaits this one
-
-
 @router.post(
     "/{sessionID}/prompt_async",
     status_code=204,
@@ -139,7 +134,7 @@ async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> R
         await project.loop.add_without_reply(sessionID, body)
         return Response(status_code=204)
     future = await project.loop.enqueue(sessionID, body)
-    future.add_done_callback(_retrieve)
+    future.add_done_callback(leave_running)
     return Response(status_code=204)
 
 

@@ -25,7 +25,8 @@ from pydantic import Field, ValidationError
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError
-from partwire.protocol.aisdk import HEADERS, UI_EVENTS, Chunk, UIChunks, approvals_of, ui_messages
+from partwire.protocol.aisdk import HEADERS, UI_EVENTS, Chunk, UIChunks
+from partwire.protocol.uimessages import approvals_of, ui_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import WireModel
 from partwire.schema.event import Event

@@ -10,7 +10,6 @@ prompt without running the loop (v1's ``noReply``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import mimetypes
 import time
@@ -22,9 +21,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from partwire import ids
-from partwire.errors import BadRequestError, IdConflictError, NotFoundError
+from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents
-from partwire.protocol.v2messages import context_messages, v2_messages
+from partwire.protocol.v2messages import context_messages, tokens_v2, v2_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import Tokens, WireModel
 from partwire.schema.input import (
@@ -37,12 +36,12 @@ from partwire.schema.input import (
 )
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
-from partwire.schema.permission import PermissionReply, ToolRef
 from partwire.schema.session import Session, SessionModel
 from partwire.server.routes.scope import runtime_of
-from partwire.server.routes.v2 import body, permission_v2, question_v2
+from partwire.server.routes.v2 import body
 from partwire.server.turnstream import history
 from partwire.session.agents import get_agent
+from partwire.session.loop import leave_running
 from partwire.session.revert import cleanup_revert
 from partwire.session.sessions import project_id
 
@@ -103,15 +102,6 @@ class ModelSwitch(WireModel):
     model: ModelRefV2
 
 
-class PermissionAnswer(WireModel):
-    reply: PermissionReply
-    message: str | None = None
-
-
-class QuestionAnswer(WireModel):
-    answers: list[list[str]]
-
-
 # ---- sessions in v2's shape -------------------------------------------------------------------
 
 
@@ -124,12 +114,7 @@ async def session_v2(runtime: Runtime, session: Session) -> dict[str, Any]:
         "id": session.id,
         "projectID": project_id(session.directory),
         "cost": cost,
-        "tokens": {
-            "input": tokens.input,
-            "output": tokens.output,
-            "reasoning": tokens.reasoning,
-            "cache": {"read": tokens.cache.read, "write": tokens.cache.write},
-        },
+        "tokens": tokens_v2(tokens),
         "time": {"created": session.time.created, "updated": session.time.updated},
         "title": session.title,
         "location": {"directory": session.directory},
@@ -145,7 +130,7 @@ async def session_v2(runtime: Runtime, session: Session) -> dict[str, Any]:
     return info
 
 
-async def _session(request: Request, session_id: str) -> tuple[Runtime, Session, Project]:
+async def session_of(request: Request, session_id: str) -> tuple[Runtime, Session, Project]:
     runtime = runtime_of(request)
     session = await runtime.store.get_session(session_id)
     return runtime, session, runtime.project_of(session)
@@ -208,7 +193,7 @@ async def active(request: Request) -> Response:
 
 @router.get("/{sessionID}", operation_id="v2.session.get")
 async def get_session(request: Request, sessionID: str) -> Response:
-    runtime, session, _ = await _session(request, sessionID)
+    runtime, session, _ = await session_of(request, sessionID)
     return body({"data": await session_v2(runtime, session)})
 
 
@@ -224,20 +209,16 @@ def _parts(prompt: PromptV2) -> list[PartInput]:
 
 @router.post("/{sessionID}/prompt", operation_id="v2.session.prompt")
 async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Response:
-    runtime, _, project = await _session(request, sessionID)
+    runtime, _, project = await session_of(request, sessionID)
     message_id = payload.id or ids.message_id()
     body_in = PromptInput(message_id=message_id, parts=_parts(payload.prompt))
     loop = project.loop
     if not payload.resume:
         await loop.add_without_reply(sessionID, body_in)
     elif payload.delivery == "queue" and loop.is_busy(sessionID):
-        held = asyncio.get_running_loop().create_task(_after_idle(project, sessionID, body_in))
-        queued = QUEUED.setdefault(sessionID, set())
-        queued.add(held)
-        held.add_done_callback(queued.discard)
+        loop.enqueue_after_turn(sessionID, body_in)
     else:
-        future = await loop.enqueue(sessionID, body_in)
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        (await loop.enqueue(sessionID, body_in)).add_done_callback(leave_running)
     users = [
         m for m in await runtime.store.list_messages(sessionID) if isinstance(m.info, UserMessage)
     ]
@@ -255,28 +236,12 @@ async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Re
     return body({"data": admitted})
 
 
-# prompts delivered with "queue" that wait for their session's turn to end, by session
-QUEUED: dict[str, set[asyncio.Task[None]]] = {}
-
-
-async def _after_idle(project: Project, session_id: str, body_in: PromptInput) -> None:
-    await project.loop.wait_idle(session_id)
-    future = await project.loop.enqueue(session_id, body_in)
-    future.add_done_callback(lambda f: f.cancelled() or f.exception())
-
-
 @router.post(
     "/{sessionID}/wait", status_code=204, response_class=Response, operation_id="v2.session.wait"
 )
 async def wait(request: Request, sessionID: str) -> Response:
-    _, _, project = await _session(request, sessionID)
-    while True:  # idle, with no queued prompt still to run
-        await project.loop.wait_idle(sessionID)
-        held = QUEUED.get(sessionID)
-        if not held:
-            break
-        await asyncio.wait(set(held))
-    QUEUED.pop(sessionID, None)
+    _, _, project = await session_of(request, sessionID)
+    await project.loop.wait_idle(sessionID)  # queued prompts included
     return Response(status_code=204)
 
 
@@ -287,7 +252,7 @@ async def wait(request: Request, sessionID: str) -> Response:
     operation_id="v2.session.interrupt",
 )
 async def interrupt(request: Request, sessionID: str) -> Response:
-    _, _, project = await _session(request, sessionID)
+    _, _, project = await session_of(request, sessionID)
     await project.loop.abort(sessionID)  # idle: nothing to stop
     return Response(status_code=204)
 
@@ -299,7 +264,7 @@ async def interrupt(request: Request, sessionID: str) -> Response:
     operation_id="v2.session.compact",
 )
 async def compact(request: Request, sessionID: str) -> Response:
-    runtime, _, project = await _session(request, sessionID)
+    runtime, _, project = await session_of(request, sessionID)
     users = [
         m.info
         for m in await runtime.store.list_messages(sessionID)
@@ -320,7 +285,7 @@ async def compact(request: Request, sessionID: str) -> Response:
     operation_id="v2.session.switchAgent",
 )
 async def switch_agent(request: Request, sessionID: str, payload: AgentSwitch) -> Response:
-    _, _, project = await _session(request, sessionID)
+    _, _, project = await session_of(request, sessionID)
     get_agent(payload.agent)
     await project.sessions.switch(sessionID, agent=payload.agent)
     return Response(status_code=204)
@@ -333,84 +298,8 @@ async def switch_agent(request: Request, sessionID: str, payload: AgentSwitch) -
     operation_id="v2.session.switchModel",
 )
 async def switch_model(request: Request, sessionID: str, payload: ModelSwitch) -> Response:
-    _, _, project = await _session(request, sessionID)
+    _, _, project = await session_of(request, sessionID)
     await project.sessions.switch(sessionID, model=payload.model.session_model())
-    return Response(status_code=204)
-
-
-@router.get("/{sessionID}/permission", operation_id="v2.session.permission.list")
-async def permissions(request: Request, sessionID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    pending = [p for p in runtime.permissions.pending() if p.session_id == sessionID]
-    return body({"data": [permission_v2(p) for p in pending]})
-
-
-@router.get("/{sessionID}/permission/{requestID}", operation_id="v2.session.permission.get")
-async def permission(request: Request, sessionID: str, requestID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    for pending in runtime.permissions.pending():
-        if pending.id == requestID and pending.session_id == sessionID:
-            return body({"data": permission_v2(pending)})
-    raise NotFoundError("Permission request", requestID)
-
-
-@router.post(
-    "/{sessionID}/permission/{requestID}/reply",
-    status_code=204,
-    response_class=Response,
-    operation_id="v2.session.permission.reply",
-)
-async def reply_permission(
-    request: Request, sessionID: str, requestID: str, payload: PermissionAnswer
-) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    if not any(
-        p.id == requestID and p.session_id == sessionID for p in runtime.permissions.pending()
-    ):
-        raise NotFoundError("Permission request", requestID)
-    await runtime.permissions.reply(requestID, payload.reply, payload.message)
-    return Response(status_code=204)
-
-
-@router.get("/{sessionID}/question", operation_id="v2.session.question.list")
-async def questions(request: Request, sessionID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    pending = [q for q in runtime.questions.pending() if q.session_id == sessionID]
-    return body({"data": [question_v2(q) for q in pending]})
-
-
-def _check_question(runtime: Runtime, session_id: str, request_id: str) -> None:
-    if not any(
-        q.id == request_id and q.session_id == session_id for q in runtime.questions.pending()
-    ):
-        raise NotFoundError("Question request", request_id)
-
-
-@router.post(
-    "/{sessionID}/question/{requestID}/reply",
-    status_code=204,
-    response_class=Response,
-    operation_id="v2.session.question.reply",
-)
-async def reply_question(
-    request: Request, sessionID: str, requestID: str, payload: QuestionAnswer
-) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    _check_question(runtime, sessionID, requestID)
-    await runtime.questions.reply(requestID, payload.answers)
-    return Response(status_code=204)
-
-
-@router.post(
-    "/{sessionID}/question/{requestID}/reject",
-    status_code=204,
-    response_class=Response,
-    operation_id="v2.session.question.reject",
-)
-async def reject_question(request: Request, sessionID: str, requestID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
-    _check_question(runtime, sessionID, requestID)
-    await runtime.questions.reject(requestID)
     return Response(status_code=204)
 
 
@@ -424,7 +313,7 @@ async def messages(
 ) -> Response:
     """The projected messages, ``limit`` a page in ``order``; ``cursor`` is the ``next``
     of the page before, and keeps its order."""
-    runtime, _, _ = await _session(request, sessionID)
+    runtime, _, _ = await session_of(request, sessionID)
     projected = v2_messages(await runtime.store.list_messages(sessionID))
     if cursor:
         order, _, after = _read_cursor(cursor)
@@ -448,7 +337,7 @@ def _read_cursor(cursor: str) -> tuple[Literal["asc", "desc"], str, str]:
 
 @router.get("/{sessionID}/message/{messageID}", operation_id="v2.session.message")
 async def message(request: Request, sessionID: str, messageID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
+    runtime, _, _ = await session_of(request, sessionID)
     for projected in v2_messages(await runtime.store.list_messages(sessionID)):
         if projected["id"] == messageID:
             return body({"data": projected})
@@ -457,7 +346,7 @@ async def message(request: Request, sessionID: str, messageID: str) -> Response:
 
 @router.get("/{sessionID}/context", operation_id="v2.session.context")
 async def context(request: Request, sessionID: str) -> Response:
-    runtime, _, _ = await _session(request, sessionID)
+    runtime, _, _ = await session_of(request, sessionID)
     return body({"data": context_messages(await runtime.store.list_messages(sessionID))})
 
 
@@ -480,7 +369,7 @@ def _file_diff(diff: dict[str, Any]) -> dict[str, Any]:
 async def revert_stage(request: Request, sessionID: str, payload: RevertStage) -> Response:
     """Hide the session from ``messageID`` on (and, with ``files``, put the work tree
     back as it was there); a new prompt commits it, ``clear`` undoes it."""
-    _, session, project = await _session(request, sessionID)
+    _, session, project = await session_of(request, sessionID)
     await project.loop.ensure_idle(sessionID)
     staged = await project.loop.reverts.revert(
         session, payload.message_id, None, files=payload.files
@@ -506,7 +395,7 @@ async def revert_stage(request: Request, sessionID: str, payload: RevertStage) -
 )
 async def revert_commit(request: Request, sessionID: str) -> Response:
     """Drop what the staged revert hides, for good."""
-    runtime, session, project = await _session(request, sessionID)
+    runtime, session, project = await session_of(request, sessionID)
     await project.loop.ensure_idle(sessionID)
     await cleanup_revert(runtime.store, session)
     return Response(status_code=204)
@@ -520,7 +409,7 @@ async def revert_commit(request: Request, sessionID: str) -> Response:
 )
 async def revert_clear(request: Request, sessionID: str) -> Response:
     """Undo the staged revert: the messages and the files come back."""
-    _, session, project = await _session(request, sessionID)
+    _, session, project = await session_of(request, sessionID)
     await project.loop.ensure_idle(sessionID)
     await project.loop.reverts.unrevert(session)
     return Response(status_code=204)
@@ -554,7 +443,7 @@ async def session_history(
     request: Request, sessionID: str, limit: str | None = None, after: str | None = None
 ) -> Response:
     """One page of durable events after the ``after`` sequence number."""
-    runtime, session, _ = await _session(request, sessionID)
+    runtime, session, _ = await session_of(request, sessionID)
     if limit is not None and (not limit.isdigit() or int(limit) < 1):
         raise BadRequestError(f"limit {limit!r} is not a positive number", field="limit")
     size = min(int(limit), 1000) if limit else 100
@@ -571,7 +460,7 @@ def _frame(durable: dict[str, Any]) -> str:
 @router.get("/{sessionID}/event", operation_id="v2.session.events")
 async def session_events(request: Request, sessionID: str, after: str | None = None) -> Response:
     """The durable events after ``after`` (or ``Last-Event-ID``), then new ones, live."""
-    runtime, session, _ = await _session(request, sessionID)
+    runtime, session, _ = await session_of(request, sessionID)
     start = _after(after or request.headers.get("last-event-id"))
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)
@@ -603,59 +492,3 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-
-
-class PermissionSource(WireModel):
-    type: Literal["tool"] = "tool"
-    message_id: str = Field(alias="messageID")
-    call_id: str = Field(alias="callID")
-
-
-class PermissionCreate(WireModel):
-    id: str | None = Field(default=None, pattern="^per")
-    action: str = Field(min_length=1)
-    resources: list[str] = Field(min_length=1)
-    save: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    source: PermissionSource | None = None
-    agent: str | None = None
-
-
-@router.post("/{sessionID}/permission", operation_id="v2.session.permission.create")
-async def create_permission(
-    request: Request, sessionID: str, payload: PermissionCreate
-) -> Response:
-    """A client's own ask (its tool wants ``action`` on ``resources``): the session's
-    rules answer at once (``allow``, ``deny``), or the ask goes to the user (``ask``), who
-    answers it as any other; its outcome is the ``permission.replied`` event."""
-    runtime, session, _ = await _session(request, sessionID)
-    agent = get_agent(payload.agent or session.agent or "build")
-    permissions = runtime.permissions
-    effect = await permissions.effect(
-        sessionID, payload.action, payload.resources, agent.permission
-    )
-    request_id = payload.id or ids.ascending("per")
-    if payload.id is not None and any(p.id == payload.id for p in permissions.pending()):
-        raise IdConflictError("id", payload.id)
-    if effect == "ask":
-        source = payload.source
-        tool = ToolRef(message_id=source.message_id, call_id=source.call_id) if source else None
-        registered = asyncio.Event()
-        asked = permissions.ask(
-            session_id=sessionID,
-            permission=payload.action,
-            patterns=payload.resources,
-            agent_rules=agent.permission,
-            always=payload.save,
-            metadata=payload.metadata,
-            tool=tool,
-            request_id=request_id,
-            registered=registered,
-        )
-        task = asyncio.get_running_loop().create_task(asked)
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        waiting = asyncio.ensure_future(registered.wait())
-        # the answer goes out once the ask is pending (or the rules changed meanwhile)
-        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        waiting.cancel()
-    return body({"data": {"id": request_id, "effect": effect}})

@@ -38,6 +38,7 @@ from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
 from partwire.storage import lock
 from partwire.storage.sqlite import SqliteStore
+from partwire.terminals import Terminals
 from partwire.tools.registry import load_builtin_tools
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class Project:
     settings: Settings
     loop: SessionLoop
     sessions: Sessions
+    terminals: Terminals
     _recorder: Recorder | None = None
 
     @property
@@ -122,7 +124,7 @@ class Runtime:
         loop = SessionLoop(self.store, self.status, settings, host, reverts)
         sessions = Sessions(self.store, loop, settings)
         host.subtasks = SubtaskRunner(sessions, loop, self.bus)
-        return Project(settings, loop, sessions)
+        return Project(settings, loop, sessions, Terminals(self.bus, directory))
 
     def project(self, directory: str | Path | None = None) -> Project:
         """The scope of ``directory`` (default: where the server started), made on first use."""
@@ -243,6 +245,7 @@ class Runtime:
         project = self.project(directory)
         path = project.settings.project_dir
         await project.loop.shutdown()
+        await project.terminals.close_all()
         self.projects[path] = self._make_project(path)
         props = InstanceDisposedProps(directory=str(path))
         self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
@@ -250,6 +253,7 @@ class Runtime:
     async def shutdown_sessions(self) -> None:
         for project in list(self.projects.values()):
             await project.loop.shutdown()
+            await project.terminals.close_all()
 
     async def stop(self) -> None:
         self.announce_shutdown()

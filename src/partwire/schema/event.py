@@ -19,6 +19,7 @@ from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest, Todo
 from partwire.schema.project import ProjectInfo
+from partwire.schema.pty import PtyInfo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 
 P = TypeVar("P", bound=WireModel)
@@ -233,6 +234,19 @@ class TuiSessionProps(WireModel):
     session_id: str = Field(alias="sessionID", pattern="^ses")
 
 
+class PtyInfoProps(WireModel):
+    info: PtyInfo
+
+
+class PtyExitedProps(WireModel):
+    id: str = Field(pattern="^pty")
+    exit_code: int = Field(ge=0, alias="exitCode")
+
+
+class PtyRefProps(WireModel):
+    id: str = Field(pattern="^pty")
+
+
 class InstanceDisposedProps(WireModel):
     directory: str
 
@@ -278,6 +292,11 @@ QuestionRejected = define("question.rejected", QuestionRef)
 TodoUpdated = define("todo.updated", TodoProps)
 EditorRead = define("editor.read", EditorReadProps, logged=False)
 ProjectUpdated = define("project.updated", ProjectInfo)
+# terminals end with the process that serves them: their events are not logged
+PtyCreated = define("pty.created", PtyInfoProps, logged=False)
+PtyUpdated = define("pty.updated", PtyInfoProps, logged=False)
+PtyExited = define("pty.exited", PtyExitedProps, logged=False)
+PtyDeleted = define("pty.deleted", PtyRefProps, logged=False)
 # commands for a TUI attached to this server (opencode's /tui routes); nothing to keep
 TuiPromptAppend = define("tui.prompt.append", TuiPromptProps, logged=False)
 TuiCommandExecute = define("tui.command.execute", TuiCommandProps, logged=False)

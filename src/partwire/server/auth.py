@@ -10,11 +10,17 @@ import base64
 import binascii
 import ipaddress
 import json
+import re
 import secrets
+from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 OPEN_PATHS = frozenset({"/global/health"})
+# a PTY WebSocket may come with a one-use ticket instead of credentials (browsers cannot
+# send them on a WebSocket): it is let through marked, and the route must redeem the ticket
+TICKET_SCOPE_KEY = "partwire.needs_ticket"
+_TICKETED = re.compile(r"^(/api)?/pty/[^/]+/connect$")
 _BODY = json.dumps(
     {
         "name": "Unauthorized",
@@ -58,6 +64,9 @@ class BasicAuth:
         if self._authorized(scope):
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "websocket" and _offers_ticket(scope):
+            await self.app({**scope, TICKET_SCOPE_KEY: True}, receive, send)
+            return
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4401})
             return
@@ -72,3 +81,8 @@ class BasicAuth:
             }
         )
         await send({"type": "http.response.body", "body": _BODY})
+
+
+def _offers_ticket(scope: Scope) -> bool:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return bool(_TICKETED.match(scope["path"])) and bool(query.get("ticket"))

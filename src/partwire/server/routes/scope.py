@@ -5,12 +5,13 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from partwire.runtime import Project, Runtime
 from partwire.schema.session import Session
 
 
-def runtime_of(request: Request) -> Runtime:
+def runtime_of(request: HTTPConnection) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 

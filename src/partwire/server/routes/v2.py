@@ -275,11 +275,6 @@ async def integrations(request: Request) -> Response:
     return listing(request, [])  # keys live in partwire.json: no integrations to connect
 
 
-@router.get("/pty", operation_id="v2.pty.list")
-async def ptys(request: Request) -> Response:
-    return listing(request, [])  # partwire runs no pseudo-terminals
-
-
 # ---- saved permissions --------------------------------------------------------------------
 # partwire saves an "always" answer as an allow rule of the session that asked, so v2's
 # saved permissions are those rules: id "<session id>.<rule index>".

@@ -220,7 +220,9 @@ async def _serve(socket: WebSocket, project: Project, pty_id: str) -> None:
     try:
         if replay:
             await socket.send_text(replay)
-        await socket.send_bytes(b"\x00" + json.dumps({"cursor": now}, separators=(",", ":")).encode())
+        await socket.send_bytes(
+            b"\x00" + json.dumps({"cursor": now}, separators=(",", ":")).encode()
+        )
         if terminal.closed:
             await socket.close()
             return

@@ -6,6 +6,7 @@
     ├── UserError                  shown to the caller of the API / CLI (HTTP 4xx)
     │   ├── NotFoundError          an id that does not exist (404)
     │   ├── BadRequestError        malformed or empty input (400)
+    │   ├── NamedError             a 400 under one of opencode's error names
     │   │   └── BuilderError       a message-builder call its message's state does not allow
     │   ├── SessionBusyError       the operation needs an idle session (409)
     │   ├── IdConflictError        a client-chosen id is already in use (409)
@@ -54,6 +55,16 @@ class BadRequestError(UserError):
         super().__init__(message)
         self.field = field
         self.kind = kind
+
+
+class NamedError(UserError):
+    """A 400 under one of opencode's own error names (``WorktreeCreateFailedError``…),
+    with any further ``data`` fields its schema has."""
+
+    def __init__(self, name: str, message: str, **data: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.data = data
 
 
 class BuilderError(BadRequestError):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.bus import Bus
@@ -29,7 +29,7 @@ from partwire.quotas import Quotas
 from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
-from partwire.session.loop import SessionLoop
+from partwire.session.loop import SessionLoop, leave_running
 from partwire.session.revert import Reverts
 from partwire.session.sessions import Sessions
 from partwire.session.snapshot import Snapshots
@@ -40,6 +40,7 @@ from partwire.storage import lock
 from partwire.storage.sqlite import SqliteStore
 from partwire.terminals import Terminals
 from partwire.tools.registry import load_builtin_tools
+from partwire.tuicontrol import TuiControl
 
 if TYPE_CHECKING:
     from partwire.session.recorder import Recorder, Recording
@@ -93,6 +94,8 @@ class Runtime:
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
     quotas: Quotas = field(default_factory=Quotas)
     editor: EditorFiles | None = None  # set by build: reads through an attached editor
+    background: set[asyncio.Task[None]] = field(default_factory=set)
+    tui: TuiControl = field(default_factory=TuiControl)
     _warming: asyncio.Future[None] | None = None
 
     @classmethod
@@ -114,6 +117,14 @@ class Runtime:
         )
         runtime.project(settings.project_dir)
         return runtime
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` after the request that started it has been answered (held here
+        so it is not collected, cancelled at stop)."""
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+        task.add_done_callback(leave_running)
 
     # ---- projects ------------------------------------------------------------------------
 
@@ -257,6 +268,8 @@ class Runtime:
 
     async def stop(self) -> None:
         self.announce_shutdown()
+        for task in tuple(self.background):
+            task.cancel()
         await self.shutdown_sessions()
         for close in self.closers:
             await close()

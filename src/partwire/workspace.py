@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from partwire.errors import BadRequestError, NotFoundError
+from partwire.errors import BadRequestError, NamedError, NotFoundError
 from partwire.tools.paths import IGNORED_DIRS, is_ignored
 from partwire.tools.textsearch import (
     Deadline,
@@ -297,6 +297,27 @@ def _added_patch(project: Path, name: str) -> str:
     lines = path.read_text(errors="replace").splitlines()
     body = "".join(f"+{line}\n" for line in lines)
     return f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def apply_patch(project: Path, patch: str) -> None:
+    """Apply a unified diff to the working tree, all of it or nothing (VcsApplyError)."""
+    if git(project, "rev-parse", "--is-inside-work-tree") is None:
+        raise NamedError("VcsApplyError", f"{project} is not a git work tree", reason="non-git")
+    top = worktree(project)
+    for check in (["--check"], []):
+        try:
+            done = subprocess.run(
+                ["git", "apply", "--whitespace=nowarn", *check, "-"], cwd=top, input=patch,
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise NamedError(
+                "VcsApplyError", "git apply took too long", reason="not-clean"
+            ) from None
+        if done.returncode != 0:
+            detail = done.stderr.strip() or "the patch does not apply"
+            message = f"Patch can't be applied: {detail}"
+            raise NamedError("VcsApplyError", message, reason="not-clean")
 
 
 def init_git(project: Path) -> None:

@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.reference import validate_schema
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run([*GIT, *args], cwd=root, check=True, capture_output=True)
-
-
-@pytest.fixture
-def repo(project: Path) -> Path:
-    git(project, "init", "-q", "-b", "main")
-    git(project, "add", ".")
-    git(project, "commit", "-qm", "start")
-    return project
+from tests.server.conftest import git
 
 
 async def test_vcs_status_and_diff_follow_git(http: httpx.AsyncClient, repo: Path) -> None:

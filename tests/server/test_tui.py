@@ -6,9 +6,15 @@ import asyncio
 import contextlib
 import json
 
+import httpx
+
 from partwire.client.http import PartwireClient
+from partwire.config import Settings
+from partwire.runtime import Runtime
 from partwire.schema.event import Event
-from tests.reference import event_schema_name, validate
+from partwire.server.app import create_app
+from partwire.server.runner import serve_in_background
+from tests.reference import event_schema_name, response_schema, validate, validate_schema
 
 
 async def test_tui_routes_publish_the_events_a_tui_acts_on(server: str) -> None:
@@ -68,3 +74,32 @@ async def test_tui_routes_publish_the_events_a_tui_acts_on(server: str) -> None:
     for event in seen:  # opencode's tui events carry no id; ours do, as every event here
         body = {k: v for k, v in json.loads(event.json).items() if k != "id"}
         validate(event_schema_name(event.type), body)
+
+
+async def test_the_control_channel_hands_requests_to_the_tui_and_answers_back(
+    settings: Settings,
+) -> None:
+    app = create_app(settings)
+    runtime: Runtime = app.state.runtime
+    async with (
+        serve_in_background(settings, app=app) as url,
+        httpx.AsyncClient(base_url=url) as http,
+    ):
+        asking = asyncio.create_task(runtime.tui.call("/tui/open-models", {"hint": "fast"}))
+        taken = await http.get("/tui/control/next", timeout=10)
+        assert taken.json() == {"path": "/tui/open-models", "body": {"hint": "fast"}}
+        validate_schema(response_schema("/tui/control/next", "get"), taken.json())
+        answered = await http.post("/tui/control/response", json={"chosen": "demo/demo"})
+        assert answered.json() is True
+        assert await asyncio.wait_for(asking, 10) == {"chosen": "demo/demo"}
+        # nothing is waiting: the answer has nowhere to go, and is still taken
+        assert (await http.post("/tui/control/response", json=1)).json() is True
+        assert (await http.post("/tui/control/response", content=b"{nope")).status_code == 400
+        # a TUI that polls before anything is asked waits for it
+        polling = asyncio.create_task(http.get("/tui/control/next", timeout=10))
+        await asyncio.sleep(0.05)
+        assert not polling.done()
+        second = asyncio.create_task(runtime.tui.call("/tui/show-toast"))
+        assert (await polling).json() == {"path": "/tui/show-toast", "body": None}
+        await http.post("/tui/control/response", json=None)
+        assert await asyncio.wait_for(second, 10) is None

@@ -247,6 +247,15 @@ class PtyRefProps(WireModel):
     id: str = Field(pattern="^pty")
 
 
+class WorktreeReadyProps(WireModel):
+    name: str
+    branch: str | None = None
+
+
+class WorktreeFailedProps(WireModel):
+    message: str
+
+
 class InstanceDisposedProps(WireModel):
     directory: str
 
@@ -292,6 +301,8 @@ QuestionRejected = define("question.rejected", QuestionRef)
 TodoUpdated = define("todo.updated", TodoProps)
 EditorRead = define("editor.read", EditorReadProps, logged=False)
 ProjectUpdated = define("project.updated", ProjectInfo)
+WorktreeReady = define("worktree.ready", WorktreeReadyProps)
+WorktreeFailed = define("worktree.failed", WorktreeFailedProps)
 # terminals end with the process that serves them: their events are not logged
 PtyCreated = define("pty.created", PtyInfoProps, logged=False)
 PtyUpdated = define("pty.updated", PtyInfoProps, logged=False)

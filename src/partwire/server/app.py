@@ -34,6 +34,7 @@ from partwire.server.routes import (
     v2_asks,
     v2_sessions,
     workspace,
+    worktree,
 )
 from partwire.server.routes import (
     app as app_routes,
@@ -112,6 +113,7 @@ def create_app(settings: Settings) -> FastAPI:
         agent,
         config,
         workspace,
+        worktree,
         hub,
     ):
         app.include_router(module.router)

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from partwire.errors import BadRequestError, UserError
+from partwire.errors import BadRequestError, NamedError, UserError
 
 _KINDS = {"body": "Body", "query": "Query", "path": "Params", "header": "Headers"}
 
@@ -79,6 +79,8 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     extra: dict[str, Any] = {}
     if isinstance(exc, BadRequestError):
         extra = {"kind": exc.kind, "field": exc.field}
+    elif isinstance(exc, NamedError):
+        extra = exc.data
     return JSONResponse(error_body(exc.name, exc.message, **extra), status_code=exc.status_code)
 
 

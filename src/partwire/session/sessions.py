@@ -61,7 +61,8 @@ def _check_export(export: SessionExport) -> None:
             seen.add(identifier)
 
 
-def _slug() -> str:
+def random_slug() -> str:
+    """Two random words (``brave-otter``): a readable name for a session or worktree."""
     return f"{secrets.choice(_ADJECTIVES)}-{secrets.choice(_NOUNS)}"
 
 
@@ -90,7 +91,7 @@ class Sessions:
         stamp = datetime.fromtimestamp(now / 1000, UTC).isoformat(timespec="seconds")
         session = Session(
             id=session_id or ids.session_id(),
-            slug=_slug(),
+            slug=random_slug(),
             project_id=project_id(directory),
             directory=directory,
             parent_id=body.parent_id,

@@ -118,11 +118,6 @@ async def tools(request: Request, provider: str, model: str) -> Response:
     return _json(specs)
 
 
-@router.get("/experimental/worktree", operation_id="worktree.list")
-async def worktrees() -> Response:
-    return _json([])  # partwire makes no git worktrees of its own
-
-
 @router.get("/experimental/workspace/adapter", operation_id="experimental.workspace.adapter.list")
 async def workspace_adapters() -> Response:
     return _json([])

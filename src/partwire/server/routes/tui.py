@@ -4,6 +4,7 @@ attached TUI (opencode's, via ``/event``) carries out."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -88,6 +89,24 @@ async def publish(request: Request, body: dict[str, Any]) -> Response:
     if isinstance(properties, TuiSessionProps):
         await runtime_of(request).store.get_session(properties.session_id)
     return _publish(request, definition(properties))
+
+
+@router.get("/control/next", operation_id="tui.control.next")
+async def control_next(request: Request) -> Response:
+    """The next request for the TUI (long-polls until one is made)."""
+    return Response(json.dumps(await runtime_of(request).tui.next()), media_type="application/json")
+
+
+@router.post("/control/response", operation_id="tui.control.response")
+async def control_response(request: Request) -> Response:
+    """The TUI's answer (any JSON) to the oldest request it took."""
+    raw = await request.body()
+    try:
+        answer = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        raise BadRequestError("The request body is not valid JSON") from None
+    runtime_of(request).tui.respond(answer)
+    return Response("true", media_type="application/json")
 
 
 def _command_route(path: str, operation: str, command: str) -> None:

@@ -14,6 +14,7 @@ from partwire import commands as command_files
 from partwire import workspace
 from partwire.errors import NotFoundError
 from partwire.runtime import Runtime
+from partwire.schema.base import WireModel
 from partwire.schema.event import ProjectUpdated
 from partwire.schema.project import ProjectInfo, ProjectUpdateInput
 from partwire.schema.session import Session
@@ -209,6 +210,17 @@ async def vcs_diff_raw(request: Request) -> Response:
     changed = await asyncio.to_thread(workspace.vcs_diff, _project(request), "git", None)
     text = "".join(entry["patch"] for entry in changed)
     return Response(text, media_type="text/x-diff; charset=utf-8")
+
+
+class VcsApplyInput(WireModel):
+    patch: str
+
+
+@router.post("/vcs/apply", operation_id="vcs.apply")
+async def vcs_apply(request: Request, body: VcsApplyInput) -> Response:
+    """Apply a unified diff to the working tree (checked first: all of it or nothing)."""
+    await asyncio.to_thread(workspace.apply_patch, _project(request), body.patch)
+    return _json({"applied": True})
 
 
 @router.post("/project/git/init", operation_id="project.initGit")

@@ -35,27 +35,58 @@ def stored(data_dir: Path) -> dict[str, str]:
     return keys
 
 
-def store(data_dir: Path, provider_id: str, key: str | None) -> bool:
+def labels(data_dir: Path) -> dict[str, str]:
+    """The label each stored key was given (v2's credentials), by provider."""
+    found = {}
+    for provider_id, entry in _load(data_dir).items():
+        if isinstance(entry, dict) and isinstance(entry.get("label"), str):
+            found[str(provider_id)] = entry["label"]
+    return found
+
+
+def store(data_dir: Path, provider_id: str, key: str | None, *, label: str | None = None) -> bool:
     """Set (or with None remove) a provider's stored API key; False when removing one
     that was not there. Written to a new file, then moved, readable by the owner only."""
     path = data_dir / AUTH_FILE
-    current: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            loaded = json.loads(path.read_text())
-            current = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
-            current = {}
+    current = _load(data_dir)
     if key is None:
         if provider_id not in current:
             return False
         del current[provider_id]
     else:
-        current[provider_id] = {"type": "api", "key": key}
-    data_dir.mkdir(parents=True, exist_ok=True)
+        entry: dict[str, str] = {"type": "api", "key": key}
+        if label is not None:
+            entry["label"] = label
+        current[provider_id] = entry
+    _write(path, current)
+    return True
+
+
+def relabel(data_dir: Path, provider_id: str, label: str) -> bool:
+    """Give a stored key a new label; False when there is none for the provider."""
+    current = _load(data_dir)
+    entry = current.get(provider_id)
+    if not isinstance(entry, dict) or entry.get("type") != "api":
+        return False
+    entry["label"] = label
+    _write(data_dir / AUTH_FILE, current)
+    return True
+
+
+def _load(data_dir: Path) -> dict[str, Any]:
+    """auth.json as it is; one that cannot be read counts as empty."""
+    path = data_dir / AUTH_FILE
+    try:
+        loaded = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _write(path: Path, current: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     fresh = path.with_suffix(".tmp")
     descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(json.dumps(current, indent=2) + "\n")
     os.replace(fresh, path)
-    return True

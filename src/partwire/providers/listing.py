@@ -33,6 +33,15 @@ _NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "demo": "Demo (offline)"
 DEFAULT_OUTPUT = 4096
 
 
+def display_name(provider_id: str) -> str:
+    return _NAMES.get(provider_id, provider_id)
+
+
+def key_env_names(provider_id: str) -> list[str]:
+    """The environment variables partwire reads a provider's API key from."""
+    return list(_ENV.get(provider_id, []))
+
+
 def _price(prices: Any, name: str) -> float:
     """A flat price per million tokens (tiered prices, which need the usage, count as 0)."""
     value = getattr(prices, name, None)
@@ -87,9 +96,9 @@ def provider_info(config: ProviderConfig) -> ProviderInfo:
     options: dict[str, Any] = {"baseURL": config.base_url} if config.base_url else {}
     return ProviderInfo(
         id=config.id,
-        name=_NAMES.get(config.id, config.id),
+        name=display_name(config.id),
         source="config" if config.models or config.base_url else "env",
-        env=_ENV.get(config.id, []),
+        env=key_env_names(config.id),
         options=options,
         models={mid: _model(config, m) for mid, m in models.items()},
     )

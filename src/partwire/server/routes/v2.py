@@ -270,11 +270,6 @@ async def references(request: Request) -> Response:
     return listing(request, [])  # references (docs for the model) do not exist here
 
 
-@router.get("/integration", operation_id="v2.integration.list")
-async def integrations(request: Request) -> Response:
-    return listing(request, [])  # keys live in partwire.json: no integrations to connect
-
-
 # ---- saved permissions --------------------------------------------------------------------
 # partwire saves an "always" answer as an allow rule of the session that asked, so v2's
 # saved permissions are those rules: id "<session id>.<rule index>".

@@ -61,7 +61,7 @@ class NamedError(UserError):
     """A 400 under one of opencode's own error names (``WorktreeCreateFailedError``…),
     with any further ``data`` fields its schema has."""
 
-    def __init__(self, name: str, message: str, **data: str) -> None:
+    def __init__(self, name: str, message: str, **data: object) -> None:
         super().__init__(message)
         self.name = name
         self.data = data

@@ -128,6 +128,12 @@ def remove(project: Path, data_dir: Path, directory: str) -> bool:
     return True
 
 
+def changes(directory: Path) -> bool:
+    """Whether the work tree has changes not committed (untracked files too)."""
+    done = _git(directory, "status", "--porcelain")
+    return done.returncode != 0 or bool(done.stdout.strip())
+
+
 def _default_branch(top: Path) -> str:
     remote = _git(top, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
     if remote.returncode == 0 and remote.stdout.strip():

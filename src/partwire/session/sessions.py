@@ -6,10 +6,11 @@ import hashlib
 import secrets
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from partwire import __version__, ids
 from partwire.config import Settings
-from partwire.errors import BadRequestError, IdConflictError, NotFoundError
+from partwire.errors import BadRequestError, IdConflictError, NotFoundError, SessionBusyError
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     MessageInfo,
@@ -226,6 +227,24 @@ class Sessions:
             refuse_variant(model.provider_id, model.id, model.variant, "model.variant")
             update["model"] = model
         updated = session.model_copy(update=update)
+        await self.store.put_session(
+            updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+        )
+        return updated
+
+    async def move(self, session_id: str, directory: Path) -> Session:
+        """Make ``directory`` the session's (its next prompts run there); it must be idle."""
+        session = await self.store.get_session(session_id)
+        if self.loop.is_busy(session_id):
+            raise SessionBusyError(session_id)
+        stamp = {"updated": int(time.time() * 1000)}
+        updated = session.model_copy(
+            update={
+                "directory": str(directory),
+                "project_id": project_id(str(directory)),
+                "time": session.time.model_copy(update=stamp),
+            }
+        )
         await self.store.put_session(
             updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
         )

@@ -17,7 +17,6 @@ from fastapi import APIRouter, Query, Request, Response
 
 from partwire import workspace
 from partwire.config import user_config_dir
-from partwire.errors import NotFoundError
 from partwire.providers.registry import resolve_model
 from partwire.schema.base import WireModel
 from partwire.server.routes.scope import requested_project, runtime_of
@@ -68,45 +67,6 @@ async def tool_ids() -> Response:
     return _json(sorted(tool.id for tool in all_tools()))
 
 
-@router.get("/experimental/capabilities", operation_id="experimental.capabilities.get")
-async def capabilities() -> Response:
-    return _json({"backgroundSubagents": False})
-
-
-@router.get("/experimental/console", operation_id="experimental.console.get")
-async def console() -> Response:
-    return _json({"consoleManagedProviders": [], "switchableOrgCount": 0})
-
-
-@router.get("/experimental/resource", operation_id="experimental.resource.list")
-async def resources() -> Response:
-    return _json({})  # MCP resources: partwire has no MCP clients
-
-
-@router.get("/experimental/workspace", operation_id="experimental.workspace.list")
-async def workspaces() -> Response:
-    return _json([])
-
-
-@router.post(
-    "/experimental/project/{projectID}/copy/refresh",
-    status_code=204,
-    response_class=Response,
-    operation_id="v2.projectCopy.refresh",
-)
-async def refresh_copies(request: Request, projectID: str) -> Response:
-    """Project copies (opencode's worktrees) do not exist here: nothing to refresh, for a
-    project this server knows."""
-    from partwire.session.sessions import project_id
-
-    runtime = runtime_of(request)
-    directories = {str(runtime.settings.project_dir), *map(str, runtime.projects)}
-    directories |= {s.directory for s in await runtime.store.list_sessions()}
-    if projectID not in {project_id(d) for d in directories}:
-        raise NotFoundError("Project", projectID)
-    return Response(status_code=204)
-
-
 @router.get("/experimental/tool", operation_id="tool.list")
 async def tools(request: Request, provider: str, model: str) -> Response:
     """The tools a model is offered (partwire offers every model the same ones)."""
@@ -116,21 +76,6 @@ async def tools(request: Request, provider: str, model: str) -> Response:
         for tool in all_tools()
     ]
     return _json(specs)
-
-
-@router.get("/experimental/workspace/adapter", operation_id="experimental.workspace.adapter.list")
-async def workspace_adapters() -> Response:
-    return _json([])
-
-
-@router.get("/experimental/workspace/status", operation_id="experimental.workspace.status")
-async def workspace_status() -> Response:
-    return _json([])
-
-
-@router.get("/experimental/console/orgs", operation_id="experimental.console.listOrgs")
-async def console_orgs() -> Response:
-    return _json({"orgs": []})
 
 
 def _shells() -> list[dict[str, Any]]:

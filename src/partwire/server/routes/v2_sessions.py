@@ -418,7 +418,7 @@ async def revert_clear(request: Request, sessionID: str) -> Response:
 # ---- durable events ---------------------------------------------------------------------------
 
 
-async def _durable(
+async def durable_history(
     runtime: Runtime, session: Session
 ) -> tuple[DurableEvents, list[Any], str | None]:
     """The session's durable events so far, the projection that made them, and the newest
@@ -447,7 +447,7 @@ async def session_history(
     if limit is not None and (not limit.isdigit() or int(limit) < 1):
         raise BadRequestError(f"limit {limit!r} is not a positive number", field="limit")
     size = min(int(limit), 1000) if limit else 100
-    _, made, _ = await _durable(runtime, session)
+    _, made, _ = await durable_history(runtime, session)
     later = [d for d in made if d["durable"]["seq"] > _after(after)]
     return body({"data": later[:size], "hasMore": len(later) > size})
 
@@ -466,7 +466,7 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
     runtime.quotas.check_stream(client)
     subscription = runtime.bus.subscribe(*DURABLE_SOURCES)  # before the log is read
     try:
-        projection, made, head = await _durable(runtime, session)
+        projection, made, head = await durable_history(runtime, session)
     except BaseException:
         subscription.close()
         raise

@@ -7,9 +7,9 @@ history of its sessions) or a 4xx that says why not, shaped as opencode's own er
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Body, Request, Response
 from pydantic import Field
 
 from partwire import __version__
@@ -222,9 +222,13 @@ async def sync_start() -> Response:
 
 
 @router.post("/sync/history", operation_id="sync.history.list")
-async def sync_history(request: Request, known: dict[str, int]) -> Response:
+async def sync_history(
+    request: Request, known: Annotated[dict[str, int] | None, Body()] = None
+) -> Response:
     """Every session's durable events (opencode v2's ``session.next.*``) the caller has
-    not got: those after the ``seq`` it names for that session, all of any other."""
+    not got: those after the ``seq`` it names for that session, all of any other (no
+    body: it knows of none)."""
+    known = known or {}
     if any(seq < 0 for seq in known.values()):
         raise BadRequestError("sequence numbers start at 0", field="body")
     runtime = runtime_of(request)

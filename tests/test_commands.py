@@ -3,6 +3,7 @@ POST /session/{id}/command."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -113,3 +114,51 @@ async def test_skills_are_offered_as_commands(server: str, project: Path) -> Non
         messages = (await http.get(f"/session/{session}/message")).json()
         words = [p["text"] for p in messages[0]["parts"] if p["type"] == "text"]
         assert words == ["Say hello warmly.\n\nAda"]
+
+
+async def test_shell_output_goes_into_a_template_as_bash_permission_allows(
+    server: str, project: Path
+) -> None:
+    write_command(
+        project, ".partwire/command", "count", "Files: !`ls | wc -l` for $1 !`echo $1-done`"
+    )
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        session = (await http.post("/session", json={})).json()["id"]
+        # build's rules allow bash: it runs at once, after the arguments are put in
+        ran = await http.post(
+            f"/session/{session}/command", json={"command": "count", "arguments": "x"}
+        )
+        assert ran.status_code == 200, ran.text
+        messages = (await http.get(f"/session/{session}/message")).json()
+        files = len([p for p in project.iterdir() if not p.name.startswith(".")])
+        prompt = [p["text"] for p in messages[0]["parts"] if p["type"] == "text"]
+        assert prompt == [f"Files: {files} for x x-done"]
+
+        # plan asks first: the request waits for the answer
+        async def answer(reply: str) -> None:
+            for _ in range(200):
+                pending = (await http.get("/permission")).json()
+                if pending:
+                    assert pending[0]["permission"] == "bash"
+                    assert pending[0]["patterns"] == ["ls | wc -l"]
+                    await http.post(f"/permission/{pending[0]['id']}/reply", json={"reply": reply})
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError("no ask came")
+
+        body = {"command": "count", "arguments": "y", "agent": "plan"}
+        refused, _ = await asyncio.gather(
+            http.post(f"/session/{session}/command", json=body), answer("reject")
+        )
+        assert refused.status_code == 403 and "ls | wc -l" in refused.text
+        assert refused.json()["name"] == "PermissionRejectedError"
+
+        # a rule that denies bash refuses without asking
+        deny = [{"permission": "bash", "pattern": "*", "action": "deny"}]
+        await http.patch(f"/session/{session}", json={"permission": deny})
+        denied = await http.post(
+            f"/session/{session}/command", json={"command": "count", "arguments": "z"}
+        )
+        assert denied.status_code == 403 and (await http.get("/permission")).json() == []
+        after = (await http.get(f"/session/{session}/message")).json()
+        assert len(after) == len(messages)  # nothing refused was prompted

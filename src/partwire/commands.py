@@ -9,14 +9,20 @@ and files over the config of the same name.
 
 A template takes the arguments as ``$ARGUMENTS`` (all of them) and ``$1``, ``$2`` …
 (one each, split like a shell line; the highest-numbered placeholder takes the rest).
+``!`command` `` is replaced by what the command prints, run in the project after the
+arguments are put in, and only as the session's ``bash`` permission allows: the rules
+decide, or the user is asked (see ``server/routes/actions.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import re
 import shlex
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,9 @@ PROJECT_DIRS = (
 )
 USER_DIRS = ("command", "commands")
 PLACEHOLDER = re.compile(r"\$(ARGUMENTS|\d+)")
+SHELL = re.compile(r"!`([^`\n]+)`")
+SHELL_TIMEOUT_S = 60
+SHELL_OUTPUT_CHARS = 30_000
 log = logging.getLogger(__name__)
 
 
@@ -174,3 +183,39 @@ def discover(project_dir: Path, user_config_dir: Path, config: dict[str, Any]) -
     for folder in [project_dir / d for d in PROJECT_DIRS]:
         by_name.update((c.name, c) for c in _files(folder))
     return sorted(by_name.values(), key=lambda c: c.name)
+
+
+def shell_commands(text: str) -> list[str]:
+    """The ``!`command` `` substitutions of an expanded template, in order."""
+    return [m.group(1).strip() for m in SHELL.finditer(text)]
+
+
+async def run_shell(command: str, cwd: Path) -> str:
+    """What ``command`` prints (stdout and stderr), trailing newlines dropped; cut short
+    past ``SHELL_OUTPUT_CHARS`` or ``SHELL_TIMEOUT_S``."""
+    process = await asyncio.create_subprocess_shell(
+        command,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), SHELL_TIMEOUT_S)
+        note = ""
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        out, _ = await process.communicate()
+        note = f"\n(stopped after {SHELL_TIMEOUT_S} s)"
+    text = out.decode(errors="replace").rstrip("\n")
+    if len(text) > SHELL_OUTPUT_CHARS:
+        text = text[:SHELL_OUTPUT_CHARS] + "\n(output cut short)"
+    return text + note
+
+
+def fill_shell(text: str, outputs: list[str]) -> str:
+    """The template with each ``!`command` `` replaced by its output, in order."""
+    found = iter(outputs)
+    return SHELL.sub(lambda _: next(found), text)

@@ -7,6 +7,7 @@
     │   ├── NotFoundError          an id that does not exist (404)
     │   ├── BadRequestError        malformed or empty input (400)
     │   ├── NamedError             a 400 under one of opencode's error names
+    │   ├── RefusedError           the rules or the user said no to what it needs (403)
     │   │   └── BuilderError       a message-builder call its message's state does not allow
     │   ├── SessionBusyError       the operation needs an idle session (409)
     │   ├── IdConflictError        a client-chosen id is already in use (409)
@@ -65,6 +66,13 @@ class NamedError(UserError):
         super().__init__(message)
         self.name = name
         self.data = data
+
+
+class RefusedError(UserError):
+    """An action a request needs was denied by the rules or rejected by the user (403)."""
+
+    status_code = 403
+    name = "PermissionRejectedError"
 
 
 class BuilderError(BadRequestError):

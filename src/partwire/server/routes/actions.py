@@ -8,9 +8,15 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from partwire import commands
-from partwire.errors import BadRequestError, NotFoundError
+from partwire.errors import (
+    BadRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RefusedError,
+    RejectedError,
+)
 from partwire.providers.registry import parse_model_ref
-from partwire.runtime import Runtime
+from partwire.runtime import Project, Runtime
 from partwire.schema.input import (
     CommandInput,
     FilePartInput,
@@ -92,7 +98,9 @@ async def command(request: Request, sessionID: str, body: CommandInput) -> Respo
         files = [FilePartInput.model_validate(part) for part in body.parts or []]
     except ValidationError as exc:
         raise BadRequestError(f"parts: {exc.errors()[0]['msg']}", field="parts") from None
-    text = chosen.expand(body.arguments)
+    text = await _with_shell_output(
+        _runtime(request), project, sessionID, agent, chosen.expand(body.arguments)
+    )
     parts: list[PartInput]
     if chosen.subtask:
         description = chosen.description or chosen.name
@@ -110,6 +118,28 @@ async def command(request: Request, sessionID: str, body: CommandInput) -> Respo
         message_id=body.message_id, agent=agent, model=model_ref, variant=body.variant, parts=parts
     )
     return wire(await project.loop.prompt(sessionID, prompt))
+
+
+async def _with_shell_output(
+    runtime: Runtime, project: Project, session_id: str, agent: str | None, text: str
+) -> str:
+    """Run the template's ``!`command` `` substitutions as the session's ``bash``
+    permission allows (the rules, else the user is asked; this request waits)."""
+    found = commands.shell_commands(text)
+    if not found:
+        return text
+    session = await project.sessions.get(session_id)
+    rules = get_agent(agent or session.agent or "build").permission
+    outputs = []
+    for line in found:
+        try:
+            await runtime.permissions.ask(
+                session_id=session_id, permission="bash", patterns=[line], agent_rules=rules
+            )
+        except (PermissionDeniedError, RejectedError) as refused:
+            raise RefusedError(f"running `{line}` for the command was refused: {refused}") from None
+        outputs.append(await commands.run_shell(line, project.settings.project_dir))
+    return commands.fill_shell(text, outputs)
 
 
 def _not_shared() -> Response:

@@ -75,9 +75,13 @@ def _listed(top: Path) -> dict[Path, str]:
 
 
 def list_worktrees(project: Path, data_dir: Path) -> list[str]:
-    """The sandbox worktrees partwire made for this project (not the user's own)."""
+    """The sandbox worktrees partwire made for this project (not the user's own); none
+    outside git."""
+    try:
+        top = primary(project)
+    except NamedError:
+        return []
     base = root(project, data_dir).resolve()
-    top = primary(project)
     return sorted(str(p) for p in _listed(top) if p.parent == base)
 
 

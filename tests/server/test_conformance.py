@@ -96,6 +96,30 @@ ELSEWHERE = {
     ("put", "/auth/{providerID}"),  # writes a key: tests/server/test_app_routes.py
     ("delete", "/auth/{providerID}"),  # tests/server/test_app_routes.py
     ("patch", "/project/{projectID}"),  # tests/server/test_instance.py
+    # terminals: tests/server/test_pty.py
+    ("get", "/pty"), ("post", "/pty"), ("get", "/pty/{ptyID}"), ("put", "/pty/{ptyID}"),
+    ("delete", "/pty/{ptyID}"), ("post", "/pty/{ptyID}/connect-token"),
+    ("get", "/pty/{ptyID}/connect"),
+    # worktrees, copies, moving sessions, patches: tests/server/test_worktree.py and
+    # tests/server/test_elsewhere.py
+    ("post", "/experimental/worktree"), ("delete", "/experimental/worktree"),
+    ("post", "/experimental/worktree/reset"), ("post", "/vcs/apply"),
+    ("post", "/experimental/project/{projectID}/copy"),
+    ("delete", "/experimental/project/{projectID}/copy"),
+    ("post", "/experimental/project/{projectID}/copy/generate-name"),
+    ("post", "/experimental/control-plane/move-session"),
+    # what lives outside partwire: tests/server/test_elsewhere.py
+    ("post", "/experimental/console/switch"), ("post", "/global/upgrade"),
+    ("post", "/experimental/session/{sessionID}/background"),
+    ("post", "/mcp/{name}/auth"), ("delete", "/mcp/{name}/auth"),
+    ("post", "/mcp/{name}/auth/callback"), ("post", "/mcp/{name}/auth/authenticate"),
+    ("post", "/mcp/{name}/connect"), ("post", "/mcp/{name}/disconnect"),
+    ("post", "/provider/{providerID}/oauth/authorize"),
+    ("post", "/provider/{providerID}/oauth/callback"),
+    ("post", "/sync/start"), ("post", "/sync/replay"), ("post", "/sync/steal"),
+    ("post", "/sync/history"), ("post", "/experimental/workspace"),
+    ("post", "/experimental/workspace/sync-list"), ("delete", "/experimental/workspace/{id}"),
+    ("post", "/experimental/workspace/warp"),
 }  # fmt: skip
 # partwire's own routes, not in opencode's document; each has its own tests
 PARTWIRE_ONLY = {

@@ -94,34 +94,24 @@ async def resources() -> Response:
     return _json({})  # MCP resources: partwire has no MCP clients
 
 
-@router.post("/mcp/{name}/auth", operation_id="mcp.auth.start")
-async def mcp_auth_start(name: str) -> Response:
+MCP_ROUTES = (
+    ("POST", "/auth", "mcp.auth.start"),
+    ("DELETE", "/auth", "mcp.auth.remove"),
+    ("POST", "/auth/callback", "mcp.auth.callback"),
+    ("POST", "/auth/authenticate", "mcp.auth.authenticate"),
+    ("POST", "/connect", "mcp.connect"),
+    ("POST", "/disconnect", "mcp.disconnect"),
+)
+
+
+async def _mcp_server(name: str) -> Response:
     return _no_mcp_server(name)
 
 
-@router.delete("/mcp/{name}/auth", operation_id="mcp.auth.remove")
-async def mcp_auth_remove(name: str) -> Response:
-    return _no_mcp_server(name)
-
-
-@router.post("/mcp/{name}/auth/callback", operation_id="mcp.auth.callback")
-async def mcp_auth_callback(name: str) -> Response:
-    return _no_mcp_server(name)
-
-
-@router.post("/mcp/{name}/auth/authenticate", operation_id="mcp.auth.authenticate")
-async def mcp_auth_authenticate(name: str) -> Response:
-    return _no_mcp_server(name)
-
-
-@router.post("/mcp/{name}/connect", operation_id="mcp.connect")
-async def mcp_connect(name: str) -> Response:
-    return _no_mcp_server(name)
-
-
-@router.post("/mcp/{name}/disconnect", operation_id="mcp.disconnect")
-async def mcp_disconnect(name: str) -> Response:
-    return _no_mcp_server(name)
+for _method, _suffix, _operation in MCP_ROUTES:
+    router.add_api_route(
+        f"/mcp/{{name}}{_suffix}", _mcp_server, methods=[_method], operation_id=_operation
+    )
 
 
 class OAuthAuthorize(WireModel):

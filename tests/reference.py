@@ -48,3 +48,18 @@ def response_schema(path: str, method: str, status: str = "200") -> dict[str, An
     operation = document()["paths"][path][method]
     schema: dict[str, Any] = operation["responses"][status]["content"]["application/json"]["schema"]
     return schema
+
+
+def error_message(body: Any) -> str:
+    """What an error body says: ``data.message`` (``{name, data}``), or ``message`` for
+    the tagged errors opencode's document gives some routes (``{_tag, message}``), or
+    ``error`` for a failed result (``{success: false, error}``)."""
+    if not isinstance(body, dict):
+        return ""
+    data = body.get("data")
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"]
+    for key in ("message", "error"):
+        if isinstance(body.get(key), str):
+            return str(body[key])
+    return ""

@@ -19,13 +19,14 @@ import secrets
 import shutil
 import signal
 import struct
+import sys
 import termios
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from partwire import ids
 from partwire.bus import Bus
@@ -61,6 +62,18 @@ class PtyCreate(WireModel):
     cwd: str | None = None
     title: str | None = None
     env: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _executable(self) -> PtyCreate:
+        """What a process cannot be given (a NUL anywhere, ``=`` in a variable's name)
+        is refused here, not by the exec that would fail on it."""
+        texts = [self.command or "", *(self.args or []), self.cwd or ""]
+        texts += [*(self.env or {}), *(self.env or {}).values()]
+        if any("\0" in text for text in texts):
+            raise ValueError("command, args, cwd and env cannot hold a NUL character")
+        if any(not name or "=" in name for name in self.env or {}):
+            raise ValueError("env: a variable's name must be non-empty and without '='")
+        return self
 
 
 class PtySize(WireModel):
@@ -127,9 +140,13 @@ class Terminal:
             data = data[written:]
 
 
-def _take_terminal() -> None:
-    """In the child: make the pty (its stdin) the controlling terminal of its session."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+# Run first in the child, in its own session: make the pty (its stdin) the session's
+# controlling terminal, then become the command. (A preexec_fn would do the same, but
+# uvloop's process spawning cannot run one.)
+_TAKE_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 def _default_shell() -> str:
@@ -167,11 +184,11 @@ class Terminals:
         try:
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *DEFAULT_SIZE, 0, 0))
             process = await asyncio.create_subprocess_exec(
-                executable, *args,
+                sys.executable, "-c", _TAKE_TERMINAL, executable, *args,
                 stdin=slave, stdout=slave, stderr=slave,
-                cwd=cwd, env=env, start_new_session=True, preexec_fn=_take_terminal,
+                cwd=cwd, env=env, start_new_session=True,
             )  # fmt: skip
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             os.close(master)
             raise BadRequestError(f"could not start {command}: {exc}", field="command") from None
         finally:
@@ -195,8 +212,12 @@ class Terminals:
         return info
 
     def _cwd(self, given: str | None) -> Path:
-        cwd = (self.directory / given).resolve() if given else self.directory
-        if not cwd.is_dir():
+        try:
+            cwd = (self.directory / given).resolve() if given else self.directory
+            usable = cwd.is_dir()
+        except (OSError, ValueError) as exc:
+            raise BadRequestError(f"cwd: {exc}", field="cwd") from None
+        if not usable:
             raise BadRequestError(f"cwd {given} is not a directory", field="cwd")
         return cwd
 
@@ -217,6 +238,14 @@ class Terminals:
             return
         terminal.closed = True
         asyncio.get_running_loop().remove_reader(terminal.master)
+        while True:  # what the process wrote just before it ended is still to be read
+            try:
+                data = os.read(terminal.master, READ_BYTES)
+            except OSError:  # EAGAIN: nothing more; EIO: nobody holds the other end
+                break
+            if not data:
+                break
+            terminal.append(terminal.decoder.decode(data))
         tail = terminal.decoder.decode(b"", final=True)
         if tail:
             terminal.append(tail)

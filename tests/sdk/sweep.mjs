@@ -120,6 +120,11 @@ const ctx = {
   async pty() {
     return (await http("POST", "/pty", { command: "/bin/sh" })) ?? { id: "pty_missing" };
   },
+  // opencode keeps v2's terminals apart from v1's (partwire's are the same ones)
+  async v2pty() {
+    const made = await http("POST", "/api/pty", { command: "/bin/sh" });
+    return made?.data ?? { id: "pty_missing" };
+  },
   async worktree() {
     return (await http("POST", "/experimental/worktree", { name: unique("sweep") })) ?? {};
   },
@@ -420,11 +425,11 @@ const ARGS = {
   "v2.event.subscribe": async () => ({ stream: true }),
   "v2.pty.list": async () => ({}),
   "v2.pty.create": async () => ({ body: { command: "/bin/sh" } }),
-  "v2.pty.get": async () => ({ path: { ptyID: (await ctx.pty()).id } }),
-  "v2.pty.update": async () => ({ path: { ptyID: (await ctx.pty()).id }, body: { title: "renamed" } }),
-  "v2.pty.remove": async () => ({ path: { ptyID: (await ctx.pty()).id } }),
-  "v2.pty.connectToken": async () => ({ path: { ptyID: (await ctx.pty()).id } }),
-  "v2.pty.connect": async () => ({ path: { ptyID: (await ctx.pty()).id } }),
+  "v2.pty.get": async () => ({ path: { ptyID: (await ctx.v2pty()).id } }),
+  "v2.pty.update": async () => ({ path: { ptyID: (await ctx.v2pty()).id }, body: { title: "renamed" } }),
+  "v2.pty.remove": async () => ({ path: { ptyID: (await ctx.v2pty()).id } }),
+  "v2.pty.connectToken": async () => ({ path: { ptyID: (await ctx.v2pty()).id } }),
+  "v2.pty.connect": async () => ({ path: { ptyID: (await ctx.v2pty()).id } }),
   "v2.question.request.list": async () => ({}),
   "v2.session.question.list": async () => ({ path: { sessionID: (await ctx.question()).session.id } }),
   "v2.session.question.reply": async () => {

@@ -15,9 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
+from tests.reference import error_message
 from tests.served import partwire_serve
 
-STREAMS = "/event$|/stream$"  # endless SSE: /event, /global/event, /api/event, a session's
+# endless SSE (/event, /global/event, /api/event, a session's) and the TUI control
+# long-poll (it answers when something asks the TUI: tests/server/test_tui.py)
+STREAMS = "/event$|/stream$|/tui/control/next$"
 
 
 @schemathesis.serializer("application/x-ndjson")
@@ -50,11 +53,11 @@ def _check(case: schemathesis.Case, live_server: str) -> None:
     response = case.call(base_url=live_server, timeout=30)
     said_on_purpose = (case.method.upper(), case.path) in NOT_IMPLEMENTED
     allowed = response.status_code < 500 or (response.status_code == 501 and said_on_purpose)
-    assert allowed, f"{case.method} {case.formatted_path}: {response.text[:300]}"
+    assert allowed, f"{case.method} {case.formatted_path} {case.body!r}: {response.text[:300]}"
     if response.status_code >= 400:
         kind = response.headers.get("content-type") or [""]
         assert (kind[0] if isinstance(kind, list) else kind).startswith("application/json")
-        assert response.json()["data"]["message"]
+        assert error_message(response.json())
 
 
 def test_generated_requests_never_get_a_server_error(live_server: str) -> None:

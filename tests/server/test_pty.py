@@ -6,13 +6,17 @@ import asyncio
 import base64
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
+import pytest
 
+from partwire.bus import Bus
 from partwire.config import Settings
 from partwire.server.runner import serve_in_background
+from partwire.terminals import PtyCreate, Terminals
 from tests.reference import event_schema_name, response_schema, validate, validate_schema
 from tests.server.watch import Watch
 
@@ -181,3 +185,23 @@ async def test_disposing_the_instance_ends_its_terminals(server: str) -> None:
         assert (await http.get("/pty")).json() == []
         assert (await http.get(f"/pty/{created['id']}")).status_code == 404
         await watch.wait_for("server.instance.disposed")
+
+
+def test_terminals_start_under_uvloop_too(tmp_path: Path) -> None:
+    """`partwire serve` runs on uvloop, whose process spawning takes no preexec_fn."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def run() -> str:
+        terminals = Terminals(Bus(), tmp_path)
+        info = await terminals.create(PtyCreate(command="/bin/sh", args=["-c", "tty; echo done"]))
+        terminal = terminals.get(info.id)
+        ended: asyncio.Queue[str | None] = asyncio.Queue()
+        terminal.listeners.add(ended)
+        async with asyncio.timeout(10):
+            while await ended.get() is not None:  # None: the shell has exited
+                pass
+        await terminals.close_all()
+        return terminal.output
+
+    output = uvloop.run(run())
+    assert "/dev/pts/" in output  # the shell has the pty as its terminal

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.reference import error_message
+
 # every category, surrogates (Cs) included, which JSON can carry as \\udxxx escapes
 TEXT = st.text(st.characters(codec=None, categories=None), max_size=20)
 JSON = st.recursive(
@@ -70,7 +72,7 @@ async def test_every_route_survives_arbitrary_json_and_unicode(
             if response.status_code >= 500 and not said:
                 failures.append(f"{method} {path} {raw[:80]} → {response.status_code}")
             elif response.status_code >= 400:
-                assert response.json()["data"]["message"]
+                assert error_message(response.json())
     assert failures == []
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert tracebacks == []

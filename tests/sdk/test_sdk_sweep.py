@@ -45,7 +45,6 @@ DIFFERENT_ON_PURPOSE: dict[str, tuple[int, str]] = {
         "sharing needs opencode's hosted service: opencode fails with a 500 when it cannot "
         "reach it (as on a loopback-only machine), partwire says it does not share",
     ),
-    "session.unshare": (501, "opencode answers 200 for a session never shared; the same 501"),
     "experimental.workspace.remove": (
         404,
         "opencode answers 200 with null (which its own schema refuses) for a workspace that "
@@ -54,10 +53,6 @@ DIFFERENT_ON_PURPOSE: dict[str, tuple[int, str]] = {
     "v2.integration.attempt.status": (
         404,
         "opencode fails with a 500 for an unknown OAuth attempt; partwire starts none: 404",
-    ),
-    "v2.integration.attempt.complete": (
-        404,
-        "opencode refuses the body (400) before it looks for the attempt; partwire: no attempt",
     ),
     "v2.fs.read": (
         404,

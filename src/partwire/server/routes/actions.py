@@ -153,7 +153,9 @@ async def share(request: Request, sessionID: str) -> Response:
     return _not_shared()
 
 
-@router.delete("/share", response_model=Session, operation_id="session.unshare", status_code=501)
+@router.delete("/share", response_model=Session, operation_id="session.unshare")
 async def unshare(request: Request, sessionID: str) -> Response:
-    await session_project(request, sessionID)
-    return _not_shared()
+    """No partwire session is shared, so there is nothing to undo: the session, as it is
+    (as opencode answers for a session it never shared)."""
+    session, _ = await session_project(request, sessionID)
+    return wire(session)

@@ -138,7 +138,7 @@ async def attempt_cancel(attemptID: str) -> Response:
     operation_id="v2.integration.attempt.complete",
     status_code=204,
 )
-async def attempt_complete(attemptID: str, given: AttemptComplete | None = None) -> Response:
+async def attempt_complete(attemptID: str, given: AttemptComplete) -> Response:
     raise NotFoundError("OAuth attempt", attemptID)
 
 

@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import BadRequestError
-from partwire.schema.base import WireModel
+from partwire.schema.base import OsText, WireModel
 from partwire.schema.event import (
     PtyCreated,
     PtyDeleted,
@@ -57,20 +57,15 @@ class PtyNotFound(LookupError):
 
 
 class PtyCreate(WireModel):
-    command: str | None = Field(default=None, min_length=1)
-    args: list[str] | None = None
-    cwd: str | None = None
+    command: OsText | None = Field(default=None, min_length=1)
+    args: list[OsText] | None = None
+    cwd: OsText | None = None
     title: str | None = None
-    env: dict[str, str] | None = None
+    env: dict[OsText, OsText] | None = None
 
     @model_validator(mode="after")
-    def _executable(self) -> PtyCreate:
-        """What a process cannot be given (a NUL anywhere, ``=`` in a variable's name)
-        is refused here, not by the exec that would fail on it."""
-        texts = [self.command or "", *(self.args or []), self.cwd or ""]
-        texts += [*(self.env or {}), *(self.env or {}).values()]
-        if any("\0" in text for text in texts):
-            raise ValueError("command, args, cwd and env cannot hold a NUL character")
+    def _environment(self) -> PtyCreate:
+        """A variable exec cannot set is refused here, not by the exec that would fail."""
         if any(not name or "=" in name for name in self.env or {}):
             raise ValueError("env: a variable's name must be non-empty and without '='")
         return self

@@ -42,6 +42,17 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(["git", *args], 124, "", "git took too long")
 
 
+def resolved(given: str, failure: str) -> Path:
+    """``given`` as an absolute path; one the OS refuses (too long, say) is ``failure``."""
+    try:
+        path = Path(given).expanduser().resolve()
+        path.exists()  # raises for a name the OS cannot look up
+    except (OSError, ValueError, RuntimeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise NamedError(failure, f"{given[:200]}: {reason}") from None
+    return path
+
+
 def _failure(done: subprocess.CompletedProcess[str]) -> str:
     return (done.stderr or done.stdout).strip() or f"git exited with {done.returncode}"
 
@@ -110,7 +121,7 @@ def _own(project: Path, data_dir: Path, directory: str, verb: str) -> tuple[Path
     work tree or anything else, Worktree<Verb>FailedError."""
     failure = f"Worktree{verb.title()}FailedError"
     top = primary(project)
-    target = Path(directory).expanduser().resolve()
+    target = resolved(directory, failure)
     if target == top.resolve():
         raise NamedError(failure, f"Cannot {verb} the primary workspace")
     listed = _listed(top)
@@ -121,7 +132,7 @@ def _own(project: Path, data_dir: Path, directory: str, verb: str) -> tuple[Path
 
 def remove(project: Path, data_dir: Path, directory: str) -> bool:
     """Remove the worktree and its branch. One that is gone already is removed."""
-    if not Path(directory).expanduser().exists():
+    if not resolved(directory, "WorktreeRemoveFailedError").exists():
         return True
     top, target, branch = _own(project, data_dir, directory, "remove")
     done = _git(top, "worktree", "remove", "--force", str(target))

@@ -118,3 +118,25 @@ async def test_vcs_apply_outside_git_says_so(http: httpx.AsyncClient) -> None:
     refused = await http.post("/vcs/apply", json={"patch": "x"})
     assert refused.status_code == 400
     assert refused.json()["data"]["reason"] == "non-git"
+
+
+async def test_paths_the_os_cannot_take_are_refused_not_crashed_on(
+    http: httpx.AsyncClient, repo: Path
+) -> None:
+    session_id = (await http.post("/session", json={})).json()["id"]
+    project_id = (await http.get("/project/current")).json()["id"]
+    copy = f"/experimental/project/{project_id}/copy"
+    for bad in ("\x00", "a" * 5000):
+        calls = [
+            ("POST", "/experimental/worktree/reset", {"directory": bad}),
+            ("DELETE", "/experimental/worktree", {"directory": bad}),
+            ("POST", "/experimental/worktree", {"startCommand": "\x00"}),
+            ("POST", "/experimental/control-plane/move-session",
+             {"sessionID": session_id, "destination": {"directory": bad}}),
+            ("POST", copy, {"strategy": "worktree", "directory": bad}),
+            ("DELETE", copy, {"directory": bad, "force": False}),
+            ("POST", "/pty", {"cwd": bad}),
+        ]  # fmt: skip
+        for method, path, body in calls:
+            response = await http.request(method, path, json=body)
+            assert response.status_code == 400, (method, path, bad[:5], response.text)

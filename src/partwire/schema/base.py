@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class WireModel(BaseModel):
@@ -52,3 +52,7 @@ class Tokens(WireModel):
                 write=self.cache.write + other.cache.write,
             ),
         )
+
+
+# a path or a command line as the OS takes it: no NUL (exec and open refuse one)
+OsText = Annotated[str, Field(pattern=r"^[^\x00]*$")]

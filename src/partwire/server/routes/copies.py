@@ -14,7 +14,7 @@ from pydantic import Field
 
 from partwire import worktrees
 from partwire.errors import NamedError, NotFoundError
-from partwire.schema.base import WireModel
+from partwire.schema.base import OsText, WireModel
 from partwire.server.routes.scope import runtime_of
 from partwire.session.sessions import project_id, random_slug
 
@@ -46,12 +46,12 @@ _FILLER = frozenset(
 
 class CopyCreate(WireModel):
     strategy: str
-    directory: str = Field(min_length=1)
+    directory: OsText = Field(min_length=1)
     name: str | None = None
 
 
 class CopyRemove(WireModel):
-    directory: str = Field(min_length=1)
+    directory: OsText = Field(min_length=1)
     force: bool
 
 
@@ -77,7 +77,7 @@ async def _project(request: Request, wanted: str) -> Path:
 def _copy(project: Path, data_dir: Path, body: CopyCreate) -> worktrees.Worktree:
     if body.strategy not in STRATEGIES:
         raise NamedError("ProjectCopyError", f"Project copy strategy unavailable: {body.strategy}")
-    source = Path(body.directory).expanduser()
+    source = worktrees.resolved(body.directory, "ProjectCopyError")
     if not source.is_dir():
         raise NamedError("ProjectCopyError", f"{body.directory} is not a directory")
     if worktrees.primary(source) != worktrees.primary(project):
@@ -94,7 +94,7 @@ async def create_copy(request: Request, projectID: str, body: CopyCreate) -> Res
 
 
 def _remove_copy(project: Path, data_dir: Path, body: CopyRemove) -> None:
-    target = Path(body.directory).expanduser()
+    target = worktrees.resolved(body.directory, "ProjectCopyError")
     if not body.force and target.is_dir() and worktrees.changes(target):
         raise NamedError(
             "ProjectCopyError",

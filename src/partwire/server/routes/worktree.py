@@ -16,7 +16,7 @@ from pydantic import Field
 from partwire import workspace, worktrees
 from partwire.errors import BadRequestError, NamedError
 from partwire.runtime import Runtime
-from partwire.schema.base import WireModel
+from partwire.schema.base import OsText, WireModel
 from partwire.schema.event import (
     WorktreeFailed,
     WorktreeFailedProps,
@@ -31,11 +31,11 @@ router = APIRouter(prefix="/experimental", tags=["worktree"])
 
 class WorktreeCreateInput(WireModel):
     name: str | None = None
-    start_command: str | None = Field(default=None, alias="startCommand")
+    start_command: OsText | None = Field(default=None, alias="startCommand")
 
 
 class WorktreeDirectory(WireModel):
-    directory: str = Field(min_length=1)
+    directory: OsText = Field(min_length=1)
 
 
 def _json(value: Any) -> Response:
@@ -94,7 +94,7 @@ async def reset_worktree(request: Request, body: WorktreeDirectory) -> Response:
 
 
 class MoveDestination(WireModel):
-    directory: str = Field(min_length=1)
+    directory: OsText = Field(min_length=1)
 
 
 class MoveSession(WireModel):
@@ -105,7 +105,7 @@ class MoveSession(WireModel):
 
 def _destination(source: Path, given: str) -> Path:
     """The directory to move to: a work tree of the repository ``source`` is in."""
-    destination = Path(given).expanduser().resolve()
+    destination = worktrees.resolved(given, "MoveSessionError")
     if not destination.is_dir():
         raise NamedError("MoveSessionError", f"{given} is not a directory")
     try:

@@ -14,7 +14,7 @@ from partwire import ids
 from partwire.errors import IdConflictError, NotFoundError
 from partwire.runtime import Runtime
 from partwire.schema.base import WireModel
-from partwire.schema.permission import PermissionReply, ToolRef
+from partwire.schema.permission import PermissionReply, PermissionRequest, ToolRef
 from partwire.server.routes.v2 import body, permission_v2, question_v2
 from partwire.server.routes.v2_sessions import session_of
 from partwire.session.agents import get_agent
@@ -39,13 +39,17 @@ async def permissions(request: Request, sessionID: str) -> Response:
     return body({"data": [permission_v2(p) for p in pending]})
 
 
+def _pending_permission(runtime: Runtime, session_id: str, request_id: str) -> PermissionRequest:
+    for pending in runtime.permissions.pending():
+        if pending.id == request_id and pending.session_id == session_id:
+            return pending
+    raise NotFoundError("Permission request", request_id)
+
+
 @router.get("/{sessionID}/permission/{requestID}", operation_id="v2.session.permission.get")
 async def permission(request: Request, sessionID: str, requestID: str) -> Response:
     runtime, _, _ = await session_of(request, sessionID)
-    for pending in runtime.permissions.pending():
-        if pending.id == requestID and pending.session_id == sessionID:
-            return body({"data": permission_v2(pending)})
-    raise NotFoundError("Permission request", requestID)
+    return body({"data": permission_v2(_pending_permission(runtime, sessionID, requestID))})
 
 
 @router.post(
@@ -58,10 +62,7 @@ async def reply_permission(
     request: Request, sessionID: str, requestID: str, payload: PermissionAnswer
 ) -> Response:
     runtime, _, _ = await session_of(request, sessionID)
-    if not any(
-        p.id == requestID and p.session_id == sessionID for p in runtime.permissions.pending()
-    ):
-        raise NotFoundError("Permission request", requestID)
+    _pending_permission(runtime, sessionID, requestID)
     await runtime.permissions.reply(requestID, payload.reply, payload.message)
     return Response(status_code=204)
 

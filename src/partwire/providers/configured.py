@@ -54,9 +54,12 @@ class ProviderClient:
     def _openai_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
+        from partwire.providers.transport import provider_http_client
+
         self._refuse_if_blocked()
         if self._openai is None:
             self._openai = AsyncOpenAI(
+                http_client=provider_http_client(follow_redirects=True),
                 api_key=self.config.api_key or "not-needed",  # local servers need no key
                 base_url=self.config.base_url,
                 default_headers=self.config.headers or None,
@@ -68,9 +71,12 @@ class ProviderClient:
     def _anthropic_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
+        from partwire.providers.transport import provider_http_client
+
         self._refuse_if_blocked()
         if self._anthropic is None:
             self._anthropic = AsyncAnthropic(
+                http_client=provider_http_client(follow_redirects=True),
                 api_key=self.config.api_key or "",
                 base_url=self.config.base_url,
                 default_headers=self.config.headers or None,

@@ -52,6 +52,7 @@ from partwire.providers.stream import (
     Usage,
     UserTurn,
 )
+from partwire.providers.transport import BODY_EXTENSION
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -411,7 +412,13 @@ def _prepared(
 
 async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:
     splitter = SseSplitter()
-    async for raw in response.aiter_bytes():
+    body = response.extensions.get(BODY_EXTENSION)
+    raw_chunks = (
+        body.chunks()
+        if body is not None and "content-encoding" not in response.headers
+        else response.aiter_bytes()
+    )
+    async for raw in raw_chunks:
         for data in splitter.feed(raw):
             for event in decoder.feed_data(data):
                 yield event

@@ -142,6 +142,7 @@ class SqliteStore:
         if not self._open:
             return
         self._open = False
+        self._writer.hand_over()
         await asyncio.to_thread(self._writer.stop)
         for conn in self._reader_conns:
             conn.close()

@@ -244,7 +244,9 @@ class Writer:
     ) -> None:
         self._connect = connect
         self._describe = describe  # turns a failed write's exception into what callers see
-        self._queue: queue.SimpleQueue[Write | None] = queue.SimpleQueue()  # None = stop
+        # lists of writes, handed over once per loop iteration; None = stop
+        self._queue: queue.SimpleQueue[list[Write] | None] = queue.SimpleQueue()
+        self._pending: list[Write] = []
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -264,9 +266,20 @@ class Writer:
         self._thread.start()
 
     def submit(self, write: Write) -> None:
-        self._queue.put(write)
+        """Queue a write (on the loop's thread). The writes of one loop iteration reach the
+        thread together: many sessions' deltas cost one wake-up of the writer, not one each."""
+        self._pending.append(write)
+        if len(self._pending) == 1:
+            assert self._loop is not None
+            self._loop.call_soon(self.hand_over)
+
+    def hand_over(self) -> None:
+        if self._pending:
+            writes, self._pending = self._pending, []
+            self._queue.put(writes)
 
     def stop(self) -> None:
+        """Stop after the writes already handed over (call ``hand_over`` first on the loop)."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
@@ -290,7 +303,7 @@ class Writer:
         first = self._queue.get()
         if first is None:
             return [], True
-        batch = [first]
+        batch = first
         deadline = time.monotonic() + LINGER_S
         while len(batch) < MAX_BATCH:
             item = self._take(deadline)
@@ -298,10 +311,10 @@ class Writer:
                 break
             if item is None:
                 return batch, True
-            batch.append(item)  # type: ignore[arg-type]
+            batch.extend(item)  # type: ignore[arg-type]
         return batch, False
 
-    def _take(self, deadline: float) -> Write | object | None:
+    def _take(self, deadline: float) -> list[Write] | object | None:
         try:
             return self._queue.get_nowait()  # the fast path while writes are queued
         except queue.Empty:

@@ -30,8 +30,17 @@ class ProviderClient:
         self.config = config
         self._openai: AsyncOpenAI | None = None
         self._anthropic: AsyncAnthropic | None = None
+        self._models: dict[str, Model] = {}
 
     def model(self, model_id: str) -> Model:
+        """The pydantic-ai model, made once per model id (making one looks up its profile
+        and its context window in the price catalogue: ~0.5 ms a request otherwise)."""
+        found = self._models.get(model_id)
+        if found is None:
+            found = self._models[model_id] = self._make_model(model_id)
+        return found
+
+    def _make_model(self, model_id: str) -> Model:
         if self.config.api == "anthropic":
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -54,17 +63,20 @@ class ProviderClient:
     def _openai_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
+        from partwire.providers import chat_create
         from partwire.providers.transport import provider_http_client
 
         self._refuse_if_blocked()
         if self._openai is None:
-            self._openai = AsyncOpenAI(
-                http_client=provider_http_client(follow_redirects=True),
-                api_key=self.config.api_key or "not-needed",  # local servers need no key
-                base_url=self.config.base_url,
-                default_headers=self.config.headers or None,
-                timeout=self.config.timeout_s,
-                max_retries=0,
+            self._openai = chat_create.install(
+                AsyncOpenAI(
+                    http_client=provider_http_client(follow_redirects=True),
+                    api_key=self.config.api_key or "not-needed",  # local servers need no key
+                    base_url=self.config.base_url,
+                    default_headers=self.config.headers or None,
+                    timeout=self.config.timeout_s,
+                    max_retries=0,
+                )
             )
         return self._openai
 
@@ -86,6 +98,7 @@ class ProviderClient:
         return self._anthropic
 
     async def close(self) -> None:
+        self._models.clear()
         if self._openai is not None:
             await self._openai.close()
             self._openai = None

@@ -43,7 +43,7 @@ def request_body(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class LeanCompletions(AsyncCompletions):
-    async def create(self, **params: Any) -> Any:  # type: ignore[override]
+    async def create(self, **params: Any) -> Any:
         if params.get("stream") is not True:
             return await super().create(**params)
         validate_response_format(params.get("response_format"))

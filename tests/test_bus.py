@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from partwire.bus import Bus
@@ -85,3 +87,24 @@ async def test_merging_stops_at_its_cap_and_the_subscriber_is_sent_to_reload(
         bus.publish(_delta(n, "0123456789"))  # type: ignore[arg-type]
     assert sub.overflowed and sub.closed
     assert sum(len(e.properties.delta) for e in sub.drain()) <= 10 * 100  # type: ignore[attr-defined]
+
+
+async def test_batches_yield_a_heartbeat_only_after_quiet() -> None:
+    bus = Bus()
+    subscription = bus.subscribe_all()
+    seen: list[str | None] = []
+
+    async def consume() -> None:
+        async for batch in subscription.batches(0.3):
+            seen.extend(None if batch is None else e.type for e in batch or [None])
+
+    task = asyncio.create_task(consume())
+    for n in range(6):  # events 0.05 s apart: never quiet for 0.3 s
+        bus.publish(_delta(n, "x"))  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+    assert None not in seen
+    await asyncio.sleep(0.75)  # quiet: heartbeats at about 0.3 and 0.6 s
+    assert seen.count(None) == 2
+    subscription.close()
+    await asyncio.wait_for(task, 1)
+    assert seen[:6] == ["message.part.delta"] * 6

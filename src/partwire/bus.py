@@ -60,7 +60,8 @@ class Subscription:
         self._types = types
         self._limit = limit
         self._items: deque[Event | _Merged] = deque()
-        self._ready = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        self._idle_due = False  # the heartbeat timer found the stream quiet
         self.overflowed = False
         self.closed = False
         self.merged = 0
@@ -85,32 +86,65 @@ class Subscription:
             self.close()
             return
         items.append(event)
-        self.peak = max(self.peak, len(items))
-        self._ready.set()
+        if len(items) > self.peak:
+            self.peak = len(items)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     async def get(self) -> Event | None:
         """The next event, or None once the subscription is closed and drained."""
         while not self._items:
             if self.closed:
                 return None
-            self._ready.clear()
-            await self._ready.wait()
+            await self._wait()
         item = self._items.popleft()
         return item.event() if isinstance(item, _Merged) else item
 
     async def batches(self, idle_s: float) -> AsyncIterator[list[Event] | None]:
         """What has arrived, a list at a time; None after ``idle_s`` without anything (a
-        stream sends its heartbeat then). Ends once the subscription is closed."""
-        while True:
-            try:
-                async with asyncio.timeout(idle_s):  # no task per wait, as wait_for makes
-                    first = await self.get()
-            except TimeoutError:
-                yield None
-                continue
-            if first is None:
-                return
-            yield [first, *self.drain()]
+        stream sends its heartbeat then). Ends once the subscription is closed and drained.
+
+        One timer watches for quiet: it is re-armed when it fires, not at every wait, so a
+        streamed delta costs no timer of its own."""
+        loop = asyncio.get_running_loop()
+        quiet_since = loop.time()
+
+        def beat() -> None:
+            nonlocal timer
+            due = quiet_since + idle_s
+            if loop.time() >= due:
+                self._idle_due = True
+                self._wake()
+                due = loop.time() + idle_s
+            timer = loop.call_at(due, beat)
+
+        timer = loop.call_at(quiet_since + idle_s, beat)
+        try:
+            while True:
+                if self._items:
+                    quiet_since = loop.time()
+                    yield self.drain()
+                elif self.closed:
+                    return
+                elif self._idle_due:
+                    self._idle_due = False
+                    quiet_since = loop.time()
+                    yield None
+                else:
+                    await self._wait()
+        finally:
+            timer.cancel()
 
     def drain(self) -> list[Event]:
         """Events already queued, without waiting."""
@@ -121,7 +155,7 @@ class Subscription:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._ready.set()
+            self._wake()
             self._bus.unsubscribe(self)
 
     def __aiter__(self) -> AsyncIterator[Event]:

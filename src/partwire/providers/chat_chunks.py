@@ -116,8 +116,8 @@ class ChunkDecoder:
         if data == b"[DONE]":
             return []
         try:
-            chunk = json.loads(data)
-        except ValueError:
+            chunk = json.loads(data.decode())  # str: json skips sniffing the encoding
+        except ValueError:  # UnicodeDecodeError too
             self.error = StreamError(f"the provider sent a chunk that is not JSON: {data[:200]!r}")
             return []
         return self.feed(chunk) if isinstance(chunk, dict) else []

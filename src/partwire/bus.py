@@ -119,6 +119,7 @@ class Subscription:
         streamed delta costs no timer of its own."""
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
+        timer: asyncio.TimerHandle | None = None
 
         def beat() -> None:
             nonlocal timer
@@ -144,7 +145,8 @@ class Subscription:
                 else:
                     await self._wait()
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
 
     def drain(self) -> list[Event]:
         """Events already queued, without waiting."""

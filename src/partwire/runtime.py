@@ -222,13 +222,18 @@ class Runtime:
     def warm_up(self) -> None:
         """Once the port is bound: load the configured providers' SDKs on a worker thread,
         so the first prompt does not wait for them and the start did not either."""
-        if not self.settings.providers or self._warming is not None:
+        if self._warming is not None:
             return
         from partwire.providers import configured
 
         apis: set[str] = {provider.api for provider in self.settings.providers.values()}
         loop = asyncio.get_running_loop()
         self._warming = loop.run_in_executor(None, configured.warm_up, apis)
+
+    async def warmed(self) -> None:
+        """Until ``warm_up``'s imports are done (at once if it never ran)."""
+        if self._warming is not None:
+            await asyncio.shield(self._warming)
 
     async def reconfigure(self) -> None:
         """Re-read the configuration and re-register providers (after PATCH /config)."""

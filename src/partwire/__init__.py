@@ -1,41 +1,75 @@
-"""partwire: model streams become typed, persistent, live conversation parts."""
+"""partwire: model streams become typed, persistent, live conversation parts.
 
+Every public name loads with its module when first used (PEP 562): ``import partwire``
+costs nothing, and ``partwire serve`` imports only what serving needs, when it needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from partwire.bus import Bus
-from partwire.client.http import PartwireClient
-from partwire.client.reducer import ClientState, reduce
-from partwire.config import Settings, load_settings
-from partwire.errors import (
-    BadRequestError,
-    NotFoundError,
-    PartwireError,
-    ProviderError,
-    ToolError,
-)
-from partwire.providers.base import LanguageModel
-from partwire.providers.registry import register_provider
-from partwire.runtime import Runtime
-from partwire.schema.event import Event
-from partwire.server.app import create_app
-from partwire.server.runner import serve_in_background
-from partwire.tools.base import Tool, ToolContext, ToolResult
-from partwire.tools.registry import register_tool
-
 if TYPE_CHECKING:
+    from partwire.bus import Bus
+    from partwire.client.http import PartwireClient
+    from partwire.client.reducer import ClientState, reduce
+    from partwire.config import Settings, load_settings
+    from partwire.errors import (
+        BadRequestError,
+        NotFoundError,
+        PartwireError,
+        ProviderError,
+        ToolError,
+    )
+    from partwire.providers.base import LanguageModel
+    from partwire.providers.registry import register_provider
+    from partwire.runtime import Runtime
+    from partwire.schema.event import Event
+    from partwire.server.app import create_app
+    from partwire.server.runner import serve_in_background
     from partwire.session.builder import StreamingMessageBuilder
+    from partwire.tools.base import Tool, ToolContext, ToolResult
+    from partwire.tools.registry import register_tool
+
+_HOMES = {
+    "BadRequestError": "partwire.errors",
+    "Bus": "partwire.bus",
+    "ClientState": "partwire.client.reducer",
+    "Event": "partwire.schema.event",
+    "LanguageModel": "partwire.providers.base",
+    "NotFoundError": "partwire.errors",
+    "PartwireClient": "partwire.client.http",
+    "PartwireError": "partwire.errors",
+    "ProviderError": "partwire.errors",
+    "Runtime": "partwire.runtime",
+    "Settings": "partwire.config",
+    "StreamingMessageBuilder": "partwire.session.builder",
+    "Tool": "partwire.tools.base",
+    "ToolContext": "partwire.tools.base",
+    "ToolError": "partwire.errors",
+    "ToolResult": "partwire.tools.base",
+    "create_app": "partwire.server.app",
+    "load_settings": "partwire.config",
+    "reduce": "partwire.client.reducer",
+    "register_provider": "partwire.providers.registry",
+    "register_tool": "partwire.tools.registry",
+    "serve_in_background": "partwire.server.runner",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The message builder loads when first asked for: a server that never records an
-    external loop does not pay for it at start-up."""
-    if name == "StreamingMessageBuilder":
-        from partwire.session.builder import StreamingMessageBuilder
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'partwire' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
-        return StreamingMessageBuilder
-    raise AttributeError(f"module 'partwire' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
 
 
 __all__ = [

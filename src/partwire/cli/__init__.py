@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.console import Console
 
 from partwire import __version__, logs
@@ -336,7 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     except PartwireError as exc:
         err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
         return 1
-    except httpx.HTTPError as exc:
+    except Exception as exc:
+        httpx = sys.modules.get("httpx")  # not imported: not what failed
+        if httpx is None or not isinstance(exc, httpx.HTTPError):
+            raise
         err.print(f"[red]error:[/red] cannot reach the server: {exc}", highlight=False)
         return 1
     except KeyboardInterrupt:

@@ -8,26 +8,30 @@ import errno
 import gc
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from fastapi import FastAPI
 
 from partwire.config import Settings
 from partwire.errors import ConfigError
-from partwire.runtime import Runtime
-from partwire.server.app import create_app
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from partwire.runtime import Runtime
 
 
 class PartwireServer(uvicorn.Server):
     """uvicorn, plus: SSE clients hear ``server.instance.disposed`` and their streams end
     as soon as shutdown begins, instead of being held open until the grace period ends."""
 
-    def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
+    def __init__(self, config: uvicorn.Config, runtime: Runtime | None) -> None:
         super().__init__(config)
-        self.runtime = runtime
+        self.runtime = runtime  # None until a deferred app is built
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self.runtime.announce_shutdown()
+        if self.runtime is not None:
+            self.runtime.announce_shutdown()
         await super().shutdown(sockets)
 
 
@@ -42,8 +46,14 @@ class _EmbeddedServer(PartwireServer):
 def _server(
     cls: type[PartwireServer], settings: Settings, host: str, port: int, app: FastAPI | None
 ) -> PartwireServer:
+    from partwire.server.app import create_app
+
     app = app or create_app(settings)
-    config = uvicorn.Config(
+    return cls(_config(app, host, port), app.state.runtime)
+
+
+def _config(app: Any, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -51,7 +61,6 @@ def _server(
         timeout_graceful_shutdown=1,
         lifespan="on",
     )
-    return cls(config, app.state.runtime)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -76,28 +85,60 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(
     settings: Settings, host: str, port: int, *, on_start: Callable[[int], None] | None = None
 ) -> None:
-    """Serve until interrupted (Ctrl-C). The runtime starts (data dir lock, database
-    checks, recovery) and the port is bound before uvicorn runs, so a refusal raises
-    here as one error; ``on_start`` gets the bound port (the real one for port 0)."""
-    server = _server(PartwireServer, settings, host, port, None)
+    """Serve until interrupted (Ctrl-C). The port is bound and the data dir locked first,
+    so a port in use or a data dir another server holds is one error raised here. Then
+    the socket is served at once while the app is built behind it (``deferred``); a
+    failure to build (the database cannot be opened, say) stops the server and is raised
+    here too. ``on_start`` gets the bound port (the real one for port 0)."""
+    from partwire.server.deferred import DeferredApp
+    from partwire.storage import lock
+
+    def build() -> FastAPI:  # on a worker thread: the imports are most of the start's time
+        from partwire.server.app import create_app
+
+        return create_app(settings)
 
     async def main() -> None:
         sock = bind(host, port)
         try:
-            await server.runtime.start()
+            lock.acquire(settings.data_dir)
         except BaseException:
             sock.close()
             raise
+        # `partwire run` and a second `serve` find this server from here on
+        lock.advertise(settings.data_dir, f"http://{_connectable(host)}:{sock.getsockname()[1]}")
+        try:
+            await _serve_deferred(sock)
+        finally:
+            lock.release(settings.data_dir)
+
+    async def _serve_deferred(sock: socket.socket) -> None:
         bound = int(sock.getsockname()[1])
-        server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
+        background: set[asyncio.Task[None]] = set()
+
+        def ready(app: FastAPI) -> None:
+            runtime: Runtime = app.state.runtime
+            server.runtime = runtime
+            runtime.warm_up()
+            freezing = asyncio.create_task(_freeze_after_warm_up(runtime))
+            background.add(freezing)
+            freezing.add_done_callback(background.discard)
+
+        def failed(_: BaseException) -> None:
+            server.should_exit = True
+
+        deferred = DeferredApp(settings, build, ready, failed)
+        server = PartwireServer(_config(deferred, host, port), None)
         if on_start is not None:
             on_start(bound)
-        server.runtime.warm_up()
-        freezing = asyncio.create_task(_freeze_after_warm_up(server.runtime))
         await server.serve(sockets=[sock])
-        freezing.cancel()
+        for task in background:
+            task.cancel()
+        if deferred.failure is not None:
+            raise deferred.failure
 
-    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+    config = _config(None, host, port)
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
         runner.run(main())
 
 
@@ -124,7 +165,9 @@ async def serve_in_background(
 ) -> AsyncIterator[str]:
     """Run a real server on ``host:port`` (0 = a free port) and yield its base URL."""
     server = _server(_EmbeddedServer, settings, host, port, app)
-    await server.runtime.start()
+    runtime = server.runtime
+    assert runtime is not None
+    await runtime.start()
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -132,8 +175,8 @@ async def serve_in_background(
             raise RuntimeError("the server stopped before it started")
         await asyncio.sleep(0.01)
     bound = server.servers[0].sockets[0].getsockname()[1]
-    server.runtime.advertise(f"http://{_connectable(host)}:{bound}")
-    server.runtime.warm_up()
+    runtime.advertise(f"http://{_connectable(host)}:{bound}")
+    runtime.warm_up()
     try:
         yield f"http://{host}:{bound}"
     finally:

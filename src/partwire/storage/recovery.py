@@ -101,8 +101,10 @@ def recover(conn: sqlite3.Connection, epoch: int, last_seq: int) -> int:
                 "UPDATE message SET data = ? WHERE id = ?", (finished.wire_json(), message_id)
             )
             ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
+        ctx.insert_rows()  # the closers read the log
         for draft in _lifecycle_closers(conn):
             ctx.log(draft)
+        ctx.insert_rows()
     return ctx.last_seq
 
 

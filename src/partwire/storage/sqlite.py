@@ -406,6 +406,7 @@ class _Prune(Write):
 
     def apply(self, ctx: Any) -> None:
         conn: sqlite3.Connection = ctx.conn
+        ctx.insert_rows()  # this batch's rows so far count too
         newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
         if newest is None or newest <= self.retain:
             return

@@ -42,6 +42,17 @@ LINGER_S = 0.0
 _EMPTY = object()
 
 
+# Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
+# one step, and Python's sqlite3 lets go of the GIL at every step: a row at a time, a
+# batch of 100 deltas handed the GIL to the loop's thread and back 100 times. A few fixed
+# sizes keep the statements in sqlite3's cache.
+_ROW_CHUNKS = (64, 16, 4, 1)
+_INSERT = {
+    n: "INSERT INTO event_log (seq, type, payload) VALUES " + ",".join(["(?,?,?)"] * n)
+    for n in _ROW_CHUNKS
+}
+
+
 class WriteContext:
     """What a write sees inside the writer's transaction."""
 
@@ -50,19 +61,27 @@ class WriteContext:
         self.epoch = epoch
         self.last_seq = last_seq  # the newest logged event's sequence number (0: none)
         self.events: list[Event] = []
+        self.rows: list[object] = []  # (seq, type, payload) flattened, not yet inserted
 
     def log(self, draft: Draft) -> None:
-        """Insert the event as its type and its properties' JSON: its id is its sequence
+        """Log the event as its type and its properties' JSON: its id is its sequence
         number's (ids.logged_event_id). A delta's row is then small enough that five share
-        a 1 KiB page, so a paced stream's commit mostly rewrites one page."""
+        a 1 KiB page, so a paced stream's commit mostly rewrites one page. The row is
+        inserted by ``insert_rows``, before the transaction commits."""
         seq = self.last_seq + 1
         event = draft.with_id(ids.logged_event_id(self.epoch, seq))
-        self.conn.execute(
-            "INSERT INTO event_log (seq, type, payload) VALUES (?,?,?)",
-            (seq, event.type, event.properties_json),
-        )
+        self.rows += (seq, event.type, event.properties_json)
         self.last_seq = seq
         self.events.append(event)
+
+    def insert_rows(self) -> None:
+        rows, start = self.rows, 0
+        self.rows = []
+        for size in _ROW_CHUNKS:
+            width = size * 3
+            while len(rows) - start >= width:
+                self.conn.execute(_INSERT[size], rows[start : start + width])
+                start += width
 
 
 @dataclass
@@ -339,6 +358,7 @@ class Writer:
             with conn:
                 for write in batch:
                     write.apply(ctx)
+                ctx.insert_rows()
         except Exception:
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
             self._commit_one_by_one(conn, batch)
@@ -353,7 +373,9 @@ class Writer:
             try:
                 with conn:
                     write.apply(ctx)
+                    ctx.insert_rows()
             except Exception as exc:
+                ctx.rows = []
                 del ctx.events[before:]
                 ctx.last_seq = seq_before
                 failed.append((write, exc))

@@ -34,12 +34,13 @@ MAX_BATCH = 5_000
 # the Checkpointer, whose PASSIVE checkpoints run on their own connection and never block a
 # writer. Fewer, larger checkpoints copy a page the log keeps appending to about once.
 CHECKPOINT_PAGES = 8_000
-# Commits are spaced at least this far apart: writes that arrive meanwhile join the next
-# commit, a group commit shared by all sessions. A lone stream paced slower than this (a
-# live model) still commits each delta the moment it arrives; fifty sessions at 100
-# tokens/s commit every 2 ms instead of a delta or two at a time, and their clients get
-# fewer, larger writes. A delta waits at most this long for its commit; a burst batches
-# by itself (writes queue up while a commit runs).
+# Commits of deltas are spaced at least this far apart: deltas that arrive meanwhile join
+# the next commit, a group commit shared by all sessions. Fifty sessions at 100 tokens/s
+# then commit every 2 ms instead of a delta or two at a time, and their clients get fewer,
+# larger writes; a lone stream paced slower than this (a live model) still commits each
+# delta the moment it arrives. Only deltas wait: nobody awaits them, whereas a batch with
+# any other write (a part being created, say, which the processor awaits) commits at once.
+# A delta waits at most this long; a burst batches by itself (writes queue during a commit).
 COMMIT_SPACING_S = 0.002
 _EMPTY = object()
 
@@ -273,7 +274,7 @@ class Writer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.checkpointer = Checkpointer(connect)
         self._pages_since_checkpoint = 0
-        self._last_commit = 0.0
+        self._last_delta_commit = 0.0
         self.epoch = 0
         self.last_seq = 0
         self.batches = 0
@@ -321,20 +322,23 @@ class Writer:
             conn.close()
 
     def _next_batch(self) -> tuple[list[Write], bool]:
-        """The first write, then whatever else arrives until COMMIT_SPACING_S has passed
-        since the last commit (group commit)."""
+        """The first writes, then whatever else arrives until COMMIT_SPACING_S has passed
+        since the last commit of deltas, while the batch holds only deltas (group commit)."""
         first = self._queue.get()
         if first is None:
             return [], True
         batch = first
-        deadline = self._last_commit + COMMIT_SPACING_S
+        spaced = self._last_delta_commit + COMMIT_SPACING_S
+        awaited = not all(isinstance(write, DeltaAppend) for write in batch)
         while len(batch) < MAX_BATCH:
-            item = self._take(deadline)
+            item = self._take(0.0 if awaited else spaced)
             if item is _EMPTY:
                 break
             if item is None:
                 return batch, True
-            batch.extend(item)  # type: ignore[arg-type]
+            more: list[Write] = item  # type: ignore[assignment]
+            batch.extend(more)
+            awaited = awaited or not all(isinstance(write, DeltaAppend) for write in more)
         return batch, False
 
     def _take(self, deadline: float) -> list[Write] | object | None:
@@ -392,7 +396,8 @@ class Writer:
     ) -> None:
         self.last_seq = ctx.last_seq
         self.batches += 1
-        self._last_commit = time.monotonic()
+        if any(isinstance(write, DeltaAppend) for write in batch):
+            self._last_delta_commit = time.monotonic()
         self._count_pages(ctx.events)
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:

@@ -225,7 +225,7 @@ def test_a_body_left_unread_closes_its_connection(run: Any) -> None:
     run(main())
 
 
-def test_a_large_body_is_delivered_whole_through_back_pressure(run: Any) -> None:
+def test_a_large_body_is_delivered_whole_in_slices_through_back_pressure(run: Any) -> None:
     async def main() -> None:
         payload = bytes(range(256)) * 8192  # 2 MiB, past the high-water mark
 
@@ -237,10 +237,13 @@ def test_a_large_body_is_delivered_whole_through_back_pressure(run: Any) -> None
         async with Server(handler) as server, client() as http:
             async with http.stream("GET", server.url) as response:
                 received = bytearray()
+                sizes = []
                 async for chunk in response.aiter_raw():
                     received += chunk
+                    sizes.append(len(chunk))
                     await asyncio.sleep(0)
         assert bytes(received) == payload
+        assert max(sizes) <= 64 * 1024  # handed on a slice at a time, never the whole burst
 
     run(main())
 

@@ -101,3 +101,16 @@ async def test_ingest_bench_prints_its_table() -> None:
     rows = [line.split() for line in lines[1:]]
     assert [r[:2] for r in rows] == [["1", "200"], ["2", "200"]]
     assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)
+
+
+async def test_floor_bench_prints_its_three_variants() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "floor.py"), "--deltas", "100", "--delay-ms", "1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err.decode()
+    rows = [line.rsplit(None, 1) for line in out.decode().splitlines()[2:]]
+    assert [name.strip() for name, _ in rows] == ["relay", "inline commit", "writer thread"]
+    assert all(int(cpu) >= 0 for _, cpu in rows)

@@ -1,0 +1,186 @@
+"""The floor under partwire's CPU per paced token: the same work, with nothing else.
+
+    python bench/floor.py [--deltas 2000] [--delay-ms 5]
+
+Three processes on loopback. A model process writes one SSE chunk every ``--delay-ms``.
+A relay process (uvloop, an asyncio protocol, as the server runs) takes each chunk,
+``json.loads`` it and then, per variant:
+
+- ``relay``: writes a frame to the client at once (two socket wake-ups a delta);
+- ``inline commit``: first inserts a row and commits it (SQLite WAL, 1 KiB pages,
+  synchronous=NORMAL) on the loop's own thread, then writes the frame;
+- ``writer thread``: hands the row to a thread that commits it and calls back into the
+  loop, which writes the frame: durable before visible, no blocking I/O on the loop, as
+  partwire does it (two more wake-ups a delta).
+
+A client process reads the frames. The table shows the relay's CPU (user + system, every
+thread) per 1k deltas. partwire's own figure for the same pacing (side_by_side's
+``paced500@5ms``) is what this floor should be compared with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import queue
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+VARIANTS = ("relay", "inline commit", "writer thread")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def model(port: int, deltas: int, delay_s: float) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        time.sleep(0.5)  # the relay measures from here
+        for n in range(deltas):
+            chunk = {"choices": [{"index": 0, "delta": {"content": f"w{n} "}}]}
+            sock.sendall(f"data: {json.dumps(chunk)}\n\n".encode())
+            time.sleep(delay_s)
+
+
+def client(port: int, deltas: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        seen = 0
+        while seen < deltas:
+            data = sock.recv(65536)
+            if not data:
+                return
+            seen += data.count(b"\n\n")
+
+
+def _database(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA page_size=1024")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE log (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
+    return conn
+
+
+class Relay(asyncio.Protocol):
+    def __init__(self, variant: str, out: asyncio.Transport, conn: sqlite3.Connection) -> None:
+        self.variant, self.out, self.conn = variant, out, conn
+        self.pending, self.seq = b"", 0
+        self.loop = asyncio.get_running_loop()
+        self.rows: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        if variant == "writer thread":
+            threading.Thread(target=self._writer, daemon=True).start()
+
+    def data_received(self, data: bytes) -> None:
+        events = (self.pending + data).split(b"\n\n")
+        self.pending = events.pop()
+        for event in events:
+            delta = json.loads(event[6:].decode())["choices"][0]["delta"]["content"]
+            self.seq += 1
+            payload = json.dumps({"partID": "prt_1", "field": "text", "delta": delta})
+            if self.variant == "relay":
+                self._publish(payload)
+            elif self.variant == "inline commit":
+                self._commit(self.seq, payload)
+                self._publish(payload)
+            else:
+                self.rows.put((self.seq, payload))
+
+    def _commit(self, seq: int, payload: str) -> None:
+        self.conn.execute("BEGIN")
+        self.conn.execute("INSERT INTO log VALUES (?, ?)", (seq, payload))
+        self.conn.execute("COMMIT")
+
+    def _writer(self) -> None:
+        while (row := self.rows.get()) is not None:
+            self._commit(*row)
+            self.loop.call_soon_threadsafe(self._publish, row[1])
+
+    def _publish(self, payload: str) -> None:
+        self.out.write(f"data: {payload}\n\n".encode())
+
+
+async def relay(variant: str, deltas: int, delay_s: float) -> float:
+    loop = asyncio.get_running_loop()
+    client_connected: asyncio.Future[asyncio.Transport] = loop.create_future()
+
+    def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        client_connected.set_result(writer.transport)  # type: ignore[arg-type]
+
+    client_server = await asyncio.start_server(on_client, "127.0.0.1", 0)
+    client_port = client_server.sockets[0].getsockname()[1]
+    reader_process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--role", "client", "--port", str(client_port),
+        "--deltas", str(deltas),
+    )  # fmt: skip
+    out = await client_connected
+    with tempfile.TemporaryDirectory(prefix="partwire-floor-") as tmp:
+        conn = _database(f"{tmp}/log.db")
+        model_connected: asyncio.Future[None] = loop.create_future()
+
+        def make() -> Relay:
+            model_connected.set_result(None)
+            return Relay(variant, out, conn)
+
+        model_server = await loop.create_server(make, "127.0.0.1", 0)
+        model_port = model_server.sockets[0].getsockname()[1]
+        model_process = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--role", "model", "--port", str(model_port),
+            "--deltas", str(deltas), "--delay-ms", str(delay_s * 1000),
+        )  # fmt: skip
+        await model_connected
+        await asyncio.sleep(0.4)
+        before = _cpu_s(os.getpid())
+        await reader_process.wait()
+        spent = _cpu_s(os.getpid()) - before
+        await model_process.wait()
+        model_server.close()
+    client_server.close()
+    return spent * 1e6 / deltas  # ms per 1k deltas
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--deltas", type=int, default=2000)
+    parser.add_argument("--delay-ms", type=float, default=5)
+    parser.add_argument("--role", choices=("bench", "model", "client", "relay"), default="bench")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--variant", choices=VARIANTS, default="relay")
+    args = parser.parse_args()
+    if args.role == "model":
+        model(args.port, args.deltas, args.delay_ms / 1000)
+        return
+    if args.role == "client":
+        client(args.port, args.deltas)
+        return
+    if args.role == "relay":
+        import uvloop
+
+        print(f"{uvloop.run(relay(args.variant, args.deltas, args.delay_ms / 1000)):.0f}")
+        return
+    print(
+        f"the floor under CPU per paced delta — {os.cpu_count()} cores, "
+        f"Python {sys.version.split()[0]}, {args.deltas} deltas {args.delay_ms:g} ms apart"
+    )
+    print(f"{'variant':<14}  CPU ms per 1k deltas (relay process)")
+    for variant in VARIANTS:
+        measured = subprocess.run(
+            [sys.executable, __file__, "--role", "relay", "--variant", variant,
+             "--deltas", str(args.deltas), "--delay-ms", str(args.delay_ms)],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        print(f"{variant:<14}  {measured}")
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+async def run_bench(script: str, *args: str, limit_s: float = 120) -> str:
+    """Run bench/<script> with ``args``; its standard output (it must exit 0)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / script), *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), limit_s)
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
 @pytest.mark.parametrize(
     ("script", "first_column", "extra"),
     [
@@ -22,14 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 async def test_bench_prints_its_table(
     script: str, first_column: list[str], extra: list[str]
 ) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / script), "--words", "200", *extra,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    out = await run_bench(script, "--words", "200", *extra)
+    lines = out.splitlines()
     header = lines[1].split()
     assert header[: len(first_column)] == first_column
     assert header[-4:] == ["SQLite", "B/B", "peak", "RSS", "MB"][-4:]
@@ -42,29 +48,17 @@ async def test_ui_bench_prints_its_tables() -> None:
     from tests.web.conftest import require_ui
 
     require_ui()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "ui.py"), "--messages", "120", "--words", "200",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 300)
-    assert process.returncode == 0, err.decode()
-    text = out.decode()
+    text = await run_bench("ui.py", "--messages", "120", "--words", "200", limit_s=300)
     assert "Open a session of 120 messages" in text
     rows = text.split("Stream long 200")[1].splitlines()[2:4]
     assert [row.split()[0] for row in rows] == ["0", "2"]
 
 
 async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "capacity.py"),
-        "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 180)
-    assert process.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200", limit_s=180
+    )
+    lines = out.splitlines()
     assert lines[1].split()[:3] == ["sessions", "deltas", "p50"]
     first = lines[3].split()
     assert first[:2] == ["1", "20"] and float(first[4]) > 0  # deltas read, CPU measured
@@ -72,14 +66,8 @@ async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
 
 
 async def test_start_bench_prints_both_cases() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "start.py"), "--repeat", "1",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    rows = out.decode().splitlines()[2:]
+    out = await run_bench("start.py", "--repeat", "1")
+    rows = out.splitlines()[2:]
     assert [row.split("  ")[0].strip() for row in rows] == list(
         ("demo model only", "OPENAI_API_KEY set")
     )
@@ -89,14 +77,8 @@ async def test_start_bench_prints_both_cases() -> None:
 
 
 async def test_ingest_bench_prints_its_table() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "ingest.py"), "--deltas", "200", "--repeat", "2",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    out = await run_bench("ingest.py", "--deltas", "200", "--repeat", "2")
+    lines = out.splitlines()
     assert lines[0].split() == ["run", "deltas", "paced", "ms", "deltas/s", "CPU", "ms/1k"]
     rows = [line.split() for line in lines[1:]]
     assert [r[:2] for r in rows] == [["1", "200"], ["2", "200"]]
@@ -104,13 +86,7 @@ async def test_ingest_bench_prints_its_table() -> None:
 
 
 async def test_floor_bench_prints_its_three_variants() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "floor.py"), "--deltas", "100", "--delay-ms", "1",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, err.decode()
-    rows = [line.rsplit(None, 1) for line in out.decode().splitlines()[2:]]
+    out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1")
+    rows = [line.rsplit(None, 1) for line in out.splitlines()[2:]]
     assert [name.strip() for name, _ in rows] == ["relay", "inline commit", "writer thread"]
     assert all(int(cpu) >= 0 for _, cpu in rows)

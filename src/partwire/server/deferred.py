@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 async def _health(scope: Scope, receive: Receive, send: Send) -> None:
-    body = json.dumps({"healthy": True, "version": __version__}).encode()
+    body = json.dumps({"healthy": True, "version": __version__}, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -147,7 +147,7 @@ async def _unavailable(scope: Scope, send: Send, failure: BaseException | None) 
         return
     message = getattr(failure, "message", None) or str(failure or "the server is stopping")
     payload: dict[str, Any] = {"name": "ServerUnavailable", "data": {"message": message}}
-    body = json.dumps(payload).encode()
+    body = json.dumps(payload, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": body})

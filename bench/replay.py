@@ -25,6 +25,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from partwire.ids import logged_event_id
+
 TARGET_MB = 50.0
 
 
@@ -49,32 +51,37 @@ def _stall(port: int, last_id: str) -> socket.socket:
 
 
 def _event_id_back(db: Path, back: int) -> str:
+    """The id of the event ``back`` events before the newest (ids are the log's sequence
+    numbers under its epoch: ids.logged_event_id)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
+        epoch = int(conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0])
         newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
         row = conn.execute(
-            "SELECT id FROM event_log WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+            "SELECT seq FROM event_log WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
             (newest - back,),
         ).fetchone()
         if row is None:
-            row = conn.execute("SELECT id FROM event_log ORDER BY seq LIMIT 1").fetchone()
-        return str(row[0])
+            row = conn.execute("SELECT seq FROM event_log ORDER BY seq LIMIT 1").fetchone()
+        return logged_event_id(epoch, int(row[0]))
     finally:
         conn.close()
 
 
-def _row(server: psutil.Process, port: int, db: Path, clients: int, back: int) -> str:
+def _row(
+    server: psutil.Process, port: int, db: Path, clients: int, back: int, watch_s: float
+) -> str:
     idle = _rss_mb(server)
     last_id = _event_id_back(db, back)
     sockets = [_stall(port, last_id) for _ in range(clients)]
     peak = idle
-    deadline = time.monotonic() + 6
+    deadline = time.monotonic() + watch_s
     while time.monotonic() < deadline:
         peak = max(peak, _rss_mb(server))
         time.sleep(0.1)
     for sock in sockets:
         sock.close()
-    time.sleep(2)
+    time.sleep(watch_s / 3)
     after = _rss_mb(server)
     verdict = "ok" if peak - idle < TARGET_MB else "OVER"
     return (
@@ -86,6 +93,9 @@ def _row(server: psutil.Process, port: int, db: Path, clients: int, back: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=90_000, help="deltas to log first")
+    parser.add_argument(
+        "--watch-s", type=float, default=6, help="how long each row samples the server's RSS"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -118,7 +128,7 @@ def main() -> None:
             print("| clients | events back  | idle MB | peak MB | peak-idle | after MB | target |")
             print("|---|---|---|---|---|---|---|")
             for clients, back in ((8, 40_000), (32, 40_000), (8, args.events), (32, args.events)):
-                print(_row(server, port, db, clients, back), flush=True)
+                print(_row(server, port, db, clients, back, args.watch_s), flush=True)
         finally:
             proc.terminate()
             proc.wait(10)

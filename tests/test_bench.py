@@ -90,3 +90,10 @@ async def test_floor_bench_prints_its_three_variants() -> None:
     rows = [line.rsplit(None, 1) for line in out.splitlines()[2:]]
     assert [name.strip() for name, _ in rows] == ["relay", "inline commit", "writer thread"]
     assert all(int(cpu) >= 0 for _, cpu in rows)
+
+
+async def test_replay_bench_prints_its_four_rows() -> None:
+    out = await run_bench("replay.py", "--events", "2000", "--watch-s", "0.6")
+    rows = [line for line in out.splitlines() if line.startswith("|") and line[2].isspace()]
+    assert len(rows) == 4
+    assert all(row.split("|")[-2].strip() in ("ok", "OVER") for row in rows)

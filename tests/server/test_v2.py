@@ -161,8 +161,9 @@ async def test_switches_and_asks(http: httpx.AsyncClient) -> None:
 async def test_interrupt_compact_and_deliveries(http: httpx.AsyncClient) -> None:
     session_id = await new_session(http)
     await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "long 20000"}})
-    for _ in range(200):
-        if (await http.get("/api/session/active")).json()["data"]:
+    for _ in range(500):  # until the turn is streaming: its assistant message exists
+        listed = (await http.get(f"/session/{session_id}/message")).json()
+        if any(m["info"]["role"] == "assistant" for m in listed):
             break
         await asyncio.sleep(0.02)
     assert (await http.get("/api/session/active")).json()["data"] == {

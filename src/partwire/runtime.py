@@ -222,7 +222,7 @@ class Runtime:
     def warm_up(self) -> None:
         """Once the port is bound: load the configured providers' SDKs on a worker thread,
         so the first prompt does not wait for them and the start did not either."""
-        if self._warming is not None:
+        if not self.settings.providers or self._warming is not None:
             return
         from partwire.providers import configured
 

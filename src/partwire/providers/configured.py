@@ -137,8 +137,6 @@ def register(settings: Settings) -> list[ProviderClient]:
 def warm_up(apis: set[str]) -> None:
     """Import what the first model call of these APIs needs (on a worker thread, after
     the start): only the SDKs the configured providers use."""
-    if not apis:
-        return
     import partwire.providers.library  # noqa: F401
 
     if "anthropic" in apis:

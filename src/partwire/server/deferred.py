@@ -113,8 +113,11 @@ class DeferredApp:
 
     async def _start_inner(self, app: FastAPI) -> None:
         """Run the real app's lifespan startup (its shutdown comes with ours)."""
-        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}}
-        scope["state"] = {}
+        scope: Scope = {
+            "type": "lifespan",
+            "asgi": {"version": "3.0", "spec_version": "2.0"},
+            "state": {},
+        }
         self._to_inner.put_nowait({"type": "lifespan.startup"})
         self._inner = asyncio.create_task(app(scope, self._to_inner.get, self._from_inner.put))
         reply = await self._from_inner.get()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import gc
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
@@ -90,13 +91,7 @@ def serve(
     the socket is served at once while the app is built behind it (``deferred``); a
     failure to build (the database cannot be opened, say) stops the server and is raised
     here too. ``on_start`` gets the bound port (the real one for port 0)."""
-    from partwire.server.deferred import DeferredApp
     from partwire.storage import lock
-
-    def build() -> FastAPI:  # on a worker thread: the imports are most of the start's time
-        from partwire.server.app import create_app
-
-        return create_app(settings)
 
     async def main() -> None:
         sock = bind(host, port)
@@ -108,38 +103,48 @@ def serve(
         # `partwire run` and a second `serve` find this server from here on
         lock.advertise(settings.data_dir, f"http://{_connectable(host)}:{sock.getsockname()[1]}")
         try:
-            await _serve_deferred(sock)
+            await _serve_deferred(settings, host, sock, on_start)
         finally:
             lock.release(settings.data_dir)
-
-    async def _serve_deferred(sock: socket.socket) -> None:
-        bound = int(sock.getsockname()[1])
-        background: set[asyncio.Task[None]] = set()
-
-        def ready(app: FastAPI) -> None:
-            runtime: Runtime = app.state.runtime
-            server.runtime = runtime
-            runtime.warm_up()
-            freezing = asyncio.create_task(_freeze_after_warm_up(runtime))
-            background.add(freezing)
-            freezing.add_done_callback(background.discard)
-
-        def failed(_: BaseException) -> None:
-            server.should_exit = True
-
-        deferred = DeferredApp(settings, build, ready, failed)
-        server = PartwireServer(_config(deferred, host, port), None)
-        if on_start is not None:
-            on_start(bound)
-        await server.serve(sockets=[sock])
-        for task in background:
-            task.cancel()
-        if deferred.failure is not None:
-            raise deferred.failure
 
     config = _config(None, host, port)
     with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
         runner.run(main())
+
+
+def _build_app(settings: Settings) -> FastAPI:
+    """On a worker thread: the imports are most of the start's time."""
+    from partwire.server.app import create_app
+
+    return create_app(settings)
+
+
+async def _serve_deferred(
+    settings: Settings, host: str, sock: socket.socket, on_start: Callable[[int], None] | None
+) -> None:
+    from partwire.server.deferred import DeferredApp
+
+    bound = int(sock.getsockname()[1])
+    freezing: list[asyncio.Task[None]] = []
+
+    def ready(app: FastAPI) -> None:
+        runtime: Runtime = app.state.runtime
+        server.runtime = runtime
+        runtime.warm_up()
+        freezing.append(asyncio.create_task(_freeze_after_warm_up(runtime)))
+
+    def failed(_: BaseException) -> None:
+        server.should_exit = True
+
+    deferred = DeferredApp(settings, functools.partial(_build_app, settings), ready, failed)
+    server = PartwireServer(_config(deferred, host, bound), None)
+    if on_start is not None:
+        on_start(bound)
+    await server.serve(sockets=[sock])
+    for task in freezing:
+        task.cancel()
+    if deferred.failure is not None:
+        raise deferred.failure
 
 
 async def _freeze_after_warm_up(runtime: Runtime) -> None:

@@ -41,6 +41,21 @@ def _v2(request: Request, project: Project, data: Any) -> Response:
     return _json({"location": location_info(project), "data": data})
 
 
+def _issue_ticket(
+    request: Request, project: Project, pty_id: str, refused_tag: str
+) -> dict[str, Any] | Response:
+    """A one-use connect ticket, or the refusal: the header a cross-site form cannot set is
+    missing (403, tagged as each API names it), or the terminal is unknown (404)."""
+    if not request.headers.get(TICKET_HEADER):
+        body = {"_tag": refused_tag, "message": f"the {TICKET_HEADER} header is missing"}
+        return _json(body, 403)
+    try:
+        ticket = project.terminals.ticket(pty_id)
+    except PtyNotFound as error:
+        return _not_found(error)
+    return {"ticket": ticket, "expires_in": TICKET_SECONDS}
+
+
 # ---- v1 ---------------------------------------------------------------------------------
 
 
@@ -82,14 +97,8 @@ async def remove_pty(request: Request, ptyID: str) -> Response:
 
 @router.post("/pty/{ptyID}/connect-token", operation_id="pty.connectToken")
 async def pty_ticket(request: Request, ptyID: str) -> Response:
-    if not request.headers.get(TICKET_HEADER):
-        body = {"_tag": "PtyForbiddenError", "message": f"the {TICKET_HEADER} header is missing"}
-        return _json(body, 403)
-    try:
-        ticket = requested_project(request).terminals.ticket(ptyID)
-    except PtyNotFound as error:
-        return _not_found(error)
-    return _json({"ticket": ticket, "expires_in": TICKET_SECONDS})
+    issued = _issue_ticket(request, requested_project(request), ptyID, "PtyForbiddenError")
+    return issued if isinstance(issued, Response) else _json(issued)
 
 
 @router.get("/pty/{ptyID}/connect", operation_id="pty.connect")
@@ -147,15 +156,9 @@ async def v2_remove(request: Request, ptyID: str) -> Response:
 
 @router.post("/api/pty/{ptyID}/connect-token", operation_id="v2.pty.connectToken")
 async def v2_ticket(request: Request, ptyID: str) -> Response:
-    if not request.headers.get(TICKET_HEADER):
-        body = {"_tag": "ForbiddenError", "message": f"the {TICKET_HEADER} header is missing"}
-        return _json(body, 403)
     project = located(request)
-    try:
-        ticket = project.terminals.ticket(ptyID)
-    except PtyNotFound as error:
-        return _not_found(error)
-    return _v2(request, project, {"ticket": ticket, "expires_in": TICKET_SECONDS})
+    issued = _issue_ticket(request, project, ptyID, "ForbiddenError")
+    return issued if isinstance(issued, Response) else _v2(request, project, issued)
 
 
 @router.get("/api/pty/{ptyID}/connect", operation_id="v2.pty.connect")

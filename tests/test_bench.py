@@ -77,11 +77,12 @@ async def test_start_bench_prints_both_cases() -> None:
 
 
 async def test_ingest_bench_prints_its_table() -> None:
-    out = await run_bench("ingest.py", "--deltas", "200", "--repeat", "2")
+    # enough deltas for the CPU figure to span several clock ticks (it is read in 10 ms units)
+    out = await run_bench("ingest.py", "--deltas", "3000", "--repeat", "2")
     lines = out.splitlines()
     assert lines[0].split() == ["run", "deltas", "paced", "ms", "deltas/s", "CPU", "ms/1k"]
     rows = [line.split() for line in lines[1:]]
-    assert [r[:2] for r in rows] == [["1", "200"], ["2", "200"]]
+    assert [r[:2] for r in rows] == [["1", "3000"], ["2", "3000"]]
     assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)
 
 

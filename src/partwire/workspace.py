@@ -9,9 +9,7 @@ import base64
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from partwire.errors import BadRequestError, NamedError, NotFoundError
 from partwire.tools.paths import IGNORED_DIRS, is_ignored
@@ -23,6 +21,9 @@ from partwire.tools.textsearch import (
     finditer,
     text_files,
 )
+
+if TYPE_CHECKING:
+    import regex
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 FIND_LIMIT = 200

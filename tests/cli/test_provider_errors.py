@@ -46,3 +46,16 @@ def test_a_connection_failure_is_classified_through_the_sdk_wrapping() -> None:
         "check its baseURL in partwire.json"
     )
     assert classify(RuntimeError("other"), "team").kind == "api"
+
+
+def test_both_http_libraries_connect_and_transport_errors_are_named() -> None:
+    """The SDKs raise httpx2's errors and some providers' clients httpx's: both are
+    classified, whichever of them is imported (the server imports httpx only on use)."""
+    import httpx
+    import httpx2
+
+    for module in (httpx, httpx2):
+        refused = classify(module.ConnectError("no route to host"), "team", "http://10.0.0.1/v1")
+        assert refused.kind == "unreachable" and "(no route to host)" in refused.message
+        cut = classify(module.ReadError("reset by peer"), "team")
+        assert cut.retryable and cut.message == "connection to provider team lost: reset by peer"

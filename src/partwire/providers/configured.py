@@ -6,6 +6,7 @@ once the server listens), so a configured provider does not slow the start."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,22 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from openai import AsyncOpenAI
     from pydantic_ai.models import Model
+
+
+# The openai and anthropic SDKs import their optional aiohttp client whenever aiohttp is
+# installed (it is, for Socket.IO): ~9 MB that partwire never uses, since the SDKs send
+# through providers/transport.
+_UNUSED_SDK_MODULES = ("openai._vendor.httpx_aiohttp", "anthropic._vendor.httpx_aiohttp")
+
+
+def leave_out_unused_sdk_modules() -> None:
+    """In a process partwire owns (``partwire serve``), before any SDK is imported: the SDK
+    modules partwire never uses are marked missing, so the SDK takes its own fallback
+    (``openai.DefaultAioHttpClient`` then says aiohttp is not installed). A library user's
+    process is left alone."""
+    for name in _UNUSED_SDK_MODULES:
+        if name.split(".", 1)[0] not in sys.modules:  # too late once its SDK is loaded
+            sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
 
 
 class ProviderClient:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import httpx2
 from pydantic_ai import exceptions as pa_errors
 from pydantic_ai import messages as pa
@@ -224,8 +224,15 @@ def auth_message(provider: str, status: int | None) -> str:
     return f"authentication failed for provider {provider}{refused}: check {where}"
 
 
-# the SDKs send through httpx2; our own clients use httpx
-_TRANSPORT_ERRORS = (httpx.TransportError, httpx2.TransportError)
+def _httpx_errors(name: str) -> tuple[type[Exception], ...]:
+    """httpx2's exception ``name`` (what the SDKs send through), and httpx's once anything
+    has imported it (some providers' clients): not imported, none of its errors exist."""
+    found: tuple[type[Exception], ...] = (getattr(httpx2, name),)
+    if (httpx := sys.modules.get("httpx")) is not None:
+        found += (getattr(httpx, name),)
+    return found
+
+
 UNREACHABLE_RETRY_S = 1.0  # connection refused is retried briefly, then named
 
 
@@ -238,7 +245,7 @@ def _connect_failure(exc: BaseException) -> str | None:
         seen.add(id(current))
         if isinstance(current, ConnectionRefusedError):
             return "connection refused"
-        if isinstance(current, httpx.ConnectError | httpx2.ConnectError):
+        if isinstance(current, _httpx_errors("ConnectError")):
             reason = str(current) or "cannot connect"
         current = current.__cause__ or current.__context__
     return reason
@@ -270,7 +277,7 @@ def classify(exc: Exception, provider: str, base_url: str | None = None) -> Stre
         return StreamError(message, kind="output_length")
     if isinstance(exc, pa_errors.ContentFilterError):
         return StreamError(message, kind="content_filter")
-    if isinstance(exc, _TRANSPORT_ERRORS):  # the stream broke off after it had begun
+    if isinstance(exc, _httpx_errors("TransportError")):  # the stream broke off after it had begun
         reason = str(exc) or type(exc).__name__
         return StreamError(f"connection to provider {provider} lost: {reason}", retryable=True)
     retryable = isinstance(
@@ -354,6 +361,11 @@ class ChatCompletionsModel(LibraryModel):
         yield StreamStart()
         model = self._build()
         decoder = ChunkDecoder(getattr(model, "system", self.provider_id))
+        failures: tuple[type[Exception], ...] = (
+            pa_errors.AgentRunError,
+            pa_errors.UserError,
+            *_httpx_errors("TransportError"),
+        )
         try:
             opened = await _open_chat_stream(model, request, self.provider_id)
             if isinstance(opened, pa.ModelResponse):  # refused by a content filter up front
@@ -365,7 +377,7 @@ class ChatCompletionsModel(LibraryModel):
                 yield StartStep()
                 async for event in _decode(opened.response, decoder):
                     yield event
-        except (pa_errors.AgentRunError, pa_errors.UserError, *_TRANSPORT_ERRORS) as exc:
+        except failures as exc:
             for event in decoder.finish():
                 yield event
             yield classify(exc, self.provider_id, self.base_url)

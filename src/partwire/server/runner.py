@@ -91,7 +91,10 @@ def serve(
     the socket is served at once while the app is built behind it (``deferred``); a
     failure to build (the database cannot be opened, say) stops the server and is raised
     here too. ``on_start`` gets the bound port (the real one for port 0)."""
+    from partwire.providers.configured import leave_out_unused_sdk_modules
     from partwire.storage import lock
+
+    leave_out_unused_sdk_modules()
 
     async def main() -> None:
         sock = bind(host, port)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 # Longer lines are not parsed for permissions at all: they are always asked for.
 MAX_COMMAND_CHARS = 10_000
@@ -39,6 +40,10 @@ class ShellCommand:
 
 @cache
 def _parser() -> Parser:
+    # loaded on the first command read, not with the server (a megabyte it may never use)
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
     return Parser(Language(tree_sitter_bash.language()))
 
 

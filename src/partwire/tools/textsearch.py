@@ -12,13 +12,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-import regex
+from typing import TYPE_CHECKING
 
 from partwire.tools.paths import is_ignored
 
 SEARCH_SECONDS = 5.0  # the whole search's budget
 MAX_PATTERN_CHARS = 1_000
+
+if TYPE_CHECKING:
+    import regex
 
 
 class PatternError(ValueError):
@@ -28,6 +30,8 @@ class PatternError(ValueError):
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters")
+    import regex  # on the first search, not with the server
+
     try:
         return regex.compile(pattern)
     except regex.error as exc:

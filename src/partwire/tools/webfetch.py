@@ -6,7 +6,6 @@ import asyncio
 import sys
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, Field
 
 from partwire.errors import ToolError
@@ -59,6 +58,8 @@ async def _convert_aside(body: str, content_type: str, fmt: str) -> str:
 
 
 async def _download(url: str, limit_s: float) -> tuple[str, str]:
+    import httpx
+
     async with (
         httpx.AsyncClient(timeout=limit_s, follow_redirects=True) as client,
         client.stream("GET", url, headers={"User-Agent": "partwire-webfetch"}) as response,
@@ -82,6 +83,8 @@ async def execute(args: WebfetchParams, ctx: ToolContext) -> ToolResult:
         raise ToolError("The URL must start with http:// or https://.")
     await ctx.ask("webfetch", [args.url], metadata={"url": args.url, "format": args.format})
     timeout = args.timeout or DEFAULT_TIMEOUT_S
+    import httpx  # on the first fetch, not with the server: the server has no other use for it
+
     try:
         body, content_type = await _download(args.url, timeout)
     except httpx.TimeoutException:

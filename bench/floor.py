@@ -10,8 +10,10 @@ A relay process (uvloop, an asyncio protocol, as the server runs) takes each chu
 - ``inline commit``: first inserts a row and commits it (SQLite WAL, 1 KiB pages,
   synchronous=NORMAL) on the loop's own thread, then writes the frame;
 - ``writer thread``: hands the row to a thread that commits it and calls back into the
-  loop, which writes the frame: durable before visible, no blocking I/O on the loop, as
-  partwire does it (two more wake-ups a delta).
+  loop, which writes the frame: durable before visible, no blocking I/O on the loop (two
+  more wake-ups a delta);
+- ``writer follows``: the same, with the writer pinned to the CPU the loop last ran on
+  (``partwire.storage.cpu``), as partwire does it: its two wake-ups stay on one CPU.
 
 A client process reads the frames. The table shows the relay's CPU (user + system, every
 thread) per 1k deltas. partwire's own figure for the same pacing (side_by_side's
@@ -34,7 +36,9 @@ import threading
 import time
 from pathlib import Path
 
-VARIANTS = ("relay", "inline commit", "writer thread")
+from partwire.storage.cpu import CpuFollower
+
+VARIANTS = ("relay", "inline commit", "writer thread", "writer follows")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -78,7 +82,8 @@ class Relay(asyncio.Protocol):
         self.pending, self.seq = b"", 0
         self.loop = asyncio.get_running_loop()
         self.rows: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
-        if variant == "writer thread":
+        self.cpu = CpuFollower()
+        if variant.startswith("writer"):
             threading.Thread(target=self._writer, daemon=True).start()
 
     def data_received(self, data: bytes) -> None:
@@ -94,6 +99,8 @@ class Relay(asyncio.Protocol):
                 self._commit(self.seq, payload)
                 self._publish(payload)
             else:
+                if self.variant == "writer follows":
+                    self.cpu.note()
                 self.rows.put((self.seq, payload))
 
     def _commit(self, seq: int, payload: str) -> None:
@@ -103,6 +110,7 @@ class Relay(asyncio.Protocol):
 
     def _writer(self) -> None:
         while (row := self.rows.get()) is not None:
+            self.cpu.follow()
             self._commit(*row)
             self.loop.call_soon_threadsafe(self._publish, row[1])
 

@@ -86,10 +86,11 @@ async def test_ingest_bench_prints_its_table() -> None:
     assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)
 
 
-async def test_floor_bench_prints_its_three_variants() -> None:
+async def test_floor_bench_prints_its_four_variants() -> None:
     out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1")
     rows = [line.rsplit(None, 1) for line in out.splitlines()[2:]]
-    assert [name.strip() for name, _ in rows] == ["relay", "inline commit", "writer thread"]
+    variants = ["relay", "inline commit", "writer thread", "writer follows"]
+    assert [name.strip() for name, _ in rows] == variants
     assert all(int(cpu) >= 0 for _, cpu in rows)
 
 

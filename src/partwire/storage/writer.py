@@ -23,6 +23,7 @@ from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
 from partwire.schema.message import Message
 from partwire.schema.part import Part
 from partwire.schema.session import Session
+from partwire.storage.cpu import CpuFollower
 from partwire.storage.health import release_reserve
 
 log = logging.getLogger(__name__)
@@ -273,6 +274,7 @@ class Writer:
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.checkpointer = Checkpointer(connect)
+        self.cpu = CpuFollower()  # the thread stays on the loop's CPU (storage/cpu.py)
         self._pages_since_checkpoint = 0
         self._last_delta_commit = 0.0
         self.epoch = 0
@@ -299,6 +301,7 @@ class Writer:
     def hand_over(self) -> None:
         if self._pending:
             writes, self._pending = self._pending, []
+            self.cpu.note()
             self._queue.put(writes)
 
     def stop(self) -> None:
@@ -317,6 +320,7 @@ class Writer:
             while not stopping:
                 batch, stopping = self._next_batch()
                 if batch:
+                    self.cpu.follow()
                     self._commit(conn, batch)
         finally:
             conn.close()

@@ -1,11 +1,12 @@
 """Capacity benchmark: how many live sessions one server carries at a model's pace.
 
-    python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50]
+    python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50] [--stagger-ms 0]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
 step (bench/_server.py, the mock configured as its provider), and this client, which
-follows GET /event. Each step starts K sessions at once, each streaming ``--tokens``
+follows GET /event. Each step starts K sessions at once (or ``--stagger-ms`` apart, as
+users arriving one after another while the others stream), each streaming ``--tokens``
 tokens, and measures every delta's latency (from the processor taking it off the
 provider stream to this client reading it) and the server's CPU time. K grows until
 the p99 latency passes ``--limit-ms``; the table shows each step, and the last line the
@@ -74,6 +75,7 @@ async def _follow(
     sessions: list[str],
     tokens: int,
     received: dict[str, int],
+    stagger_s: float = 0.0,
 ) -> None:
     """Read GET /event until every session has gone idle; note when each delta arrived."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -85,12 +87,17 @@ async def _follow(
             events.parser.feed_data(await reader.read(65536))
         events.lines.clear()
         body = {"parts": [{"type": "text", "text": "stream please"}]}
-        prompted = [
-            http.post(f"/session/{session}/prompt_async", json=body) for session in sessions
-        ]
-        await asyncio.gather(*prompted)  # at once, as K users pressing enter together
+
+        async def prompt(session: str, delay_s: float) -> None:
+            await asyncio.sleep(delay_s)
+            await http.post(f"/session/{session}/prompt_async", json=body)
+
+        # at once (K users pressing enter together) or one every stagger_s, read meanwhile
+        prompting = asyncio.gather(*(prompt(s, i * stagger_s) for i, s in enumerate(sessions)))
         waiting = set(sessions)
         while waiting:
+            if prompting.done() and prompting.exception() is not None:
+                raise RuntimeError(f"a prompt failed: {prompting.exception()}")
             data = await reader.read(262144)
             if not data:
                 raise RuntimeError("the server closed GET /event")
@@ -102,12 +109,13 @@ async def _follow(
                 elif b'"session.idle"' in line:
                     waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
             events.lines.clear()
+        await prompting
     finally:
         writer.close()
 
 
-async def step(sessions: int, tokens: int, model_port: int) -> Step:
-    """One fresh server, ``sessions`` sessions streaming at once."""
+async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0) -> Step:
+    """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered)."""
     port = _free_port()
     config = {
         "model": "mock/paced",
@@ -133,7 +141,7 @@ async def step(sessions: int, tokens: int, model_port: int) -> Step:
                 ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
                 received: dict[str, int] = {}
                 cpu_before = _cpu_s(server.pid)
-                await _follow(port, http, ids, tokens, received)
+                await _follow(port, http, ids, tokens, received, stagger_s)
                 cpu = _cpu_s(server.pid) - cpu_before
                 emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
         finally:
@@ -175,6 +183,9 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
     parser.add_argument("--limit-ms", type=float, default=50, help="the p99 latency bound")
     parser.add_argument("--max-sessions", type=int, default=STEPS[-1], help="stop after this K")
+    parser.add_argument(
+        "--stagger-ms", type=float, default=0, help="prompt the sessions this far apart"
+    )
     args = parser.parse_args()
     model_port = _free_port()
     model = await asyncio.create_subprocess_exec(
@@ -187,7 +198,7 @@ async def main() -> None:
     try:
         await asyncio.sleep(1.0)  # the mock binds its port
         for sessions in (k for k in STEPS if k <= args.max_sessions):
-            steps.append(await step(sessions, args.tokens, model_port))
+            steps.append(await step(sessions, args.tokens, model_port, args.stagger_ms / 1000))
             if steps[-1].p99_ms > args.limit_ms:
                 break
     finally:
@@ -195,7 +206,8 @@ async def main() -> None:
         await model.wait()
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-        f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer"
+        f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
+        + (f"prompted {args.stagger_ms:g} ms apart" if args.stagger_ms else "prompted at once")
     )
     print(table(steps))
     under = [s for s in steps if s.p99_ms <= args.limit_ms]

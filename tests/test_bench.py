@@ -65,6 +65,16 @@ async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
     assert lines[-1].startswith("largest K with p99 <= 50 ms: ")
 
 
+async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        "--stagger-ms", "30", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("prompted 30 ms apart")
+    assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
+
+
 async def test_start_bench_prints_both_cases() -> None:
     out = await run_bench("start.py", "--repeat", "1")
     rows = out.splitlines()[2:]

@@ -213,9 +213,10 @@ async def main() -> None:
     under = [s for s in steps if s.p99_ms <= args.limit_ms]
     best = max((s.sessions for s in under), default=0)
     cpu = next((s.cpu_ms_per_1k for s in under if s.sessions == best), float("nan"))
+    capped = " (the last step tried: more may fit)" if len(under) == len(steps) else ""
     print(
         f"largest K with p99 <= {args.limit_ms:g} ms: {best} sessions "
-        f"({cpu:.0f} ms CPU per 1k deltas there)"
+        f"({cpu:.0f} ms CPU per 1k deltas there){capped}"
     )
 
 

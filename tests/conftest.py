@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from partwire.config import Settings, load_settings
 from partwire.runtime import Runtime
 from partwire.server.runner import serve_in_background
 from tests import scripted
+from tests.postgres_server import PostgresServer, server_bin
 
 
 @pytest.fixture
@@ -58,3 +60,20 @@ async def server(settings: Settings) -> AsyncIterator[str]:
 async def client(server: str) -> AsyncIterator[PartwireClient]:
     async with PartwireClient(server) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One throwaway Postgres server for the run (``make test`` installs Postgres). Where
+    it is not installed the Postgres cases are skipped, except on CI, where they fail."""
+    bindir = server_bin()
+    if bindir is None:
+        if os.environ.get("CI"):
+            pytest.fail("Postgres is not installed (make test's system step installs it)")
+        pytest.skip("Postgres is not installed (make test installs it)")
+    server = PostgresServer(bindir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -144,3 +144,14 @@ def test_the_default_model_follows_the_configured_key(
         env={**env, "PARTWIRE_CONFIG_DIR": str(tmp_path)},
     )
     assert settings.default_model == model
+
+
+def test_a_database_url_selects_postgres_and_anything_else_is_refused(tmp_path: Path) -> None:
+    root, env = _files(tmp_path, None, None)
+    assert load_settings(project_dir=root, env=env).database_url is None
+    url = "postgresql://partwire@127.0.0.1:5432/partwire"
+    chosen = load_settings(project_dir=root, env={**env, "PARTWIRE_DATABASE_URL": url})
+    assert chosen.database_url == url
+    for wrong in ("mysql://u@h/db", "sqlite:///tmp/x.db", "127.0.0.1:5432"):
+        with pytest.raises(ConfigError, match="PARTWIRE_DATABASE_URL must be a postgresql://"):
+            load_settings(project_dir=root, env={**env, "PARTWIRE_DATABASE_URL": wrong})

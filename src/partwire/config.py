@@ -92,6 +92,8 @@ class Settings:
     # host names the server is reached by besides loopback ones (server.hosts, --hostname)
     allowed_hosts: tuple[str, ...] = ()
     subscriber_queue: int = 10_000
+    # PARTWIRE_DATABASE_URL: a Postgres database instead of the data dir's SQLite file
+    database_url: str | None = field(default=None, repr=False)
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""
@@ -121,6 +123,17 @@ def key_source(provider_id: str) -> str:
     variable = _KEY_ENV.get(provider_id)
     config = f"provider.{provider_id}.options.apiKey in partwire.json"
     return f"{variable} (or {config})" if variable else config
+
+
+def _database_url(env: dict[str, str]) -> str | None:
+    raw = env.get("PARTWIRE_DATABASE_URL") or None
+    if raw is not None and not raw.startswith(("postgresql://", "postgres://")):
+        scheme = raw.split("://", 1)[0] if "://" in raw else raw[:20]
+        raise ConfigError(
+            f"PARTWIRE_DATABASE_URL must be a postgresql:// URL (got {scheme!r}); "
+            "unset it to use the SQLite file in the data dir"
+        )
+    return raw
 
 
 def _float_env(env: dict[str, str], name: str, default: float) -> float:
@@ -383,6 +396,7 @@ def load_settings(
         server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
         cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
         allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
+        database_url=_database_url(source),
     )
 
 

@@ -78,6 +78,14 @@ class Project:
         self.sessions.settings = scoped
 
 
+def _store(settings: Settings, bus: Bus) -> SqliteStore:
+    if settings.database_url:
+        from partwire.storage.postgres import PostgresStore
+
+        return PostgresStore(settings.database_url, bus, retain_events=settings.event_log_retain)
+    return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -103,7 +111,7 @@ class Runtime:
         closers = load_builtin_providers(settings)
         load_builtin_tools()
         bus = Bus(queue_limit=settings.subscriber_queue)
-        store = SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
+        store = _store(settings, bus)
         status = StatusTracker(store)
         runtime = cls(
             settings,

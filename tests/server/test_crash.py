@@ -1,4 +1,5 @@
-"""A server killed mid-stream (SIGKILL) loses nothing a client saw, and restarts clean."""
+"""A server killed mid-stream (SIGKILL) loses nothing a client saw, and restarts clean:
+on the SQLite file and on a Postgres database."""
 
 from __future__ import annotations
 
@@ -9,16 +10,27 @@ import signal
 import sys
 
 import httpx
+import pytest
 
 from partwire.config import Settings
 from tests.served import free_port
 
 
-async def _start(settings: Settings, port: int) -> asyncio.subprocess.Process:
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    if request.param == "sqlite":
+        return {}
+    return {"PARTWIRE_DATABASE_URL": request.getfixturevalue("postgres").new_database()}
+
+
+async def _start(
+    settings: Settings, port: int, database_env: dict[str, str]
+) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
         "PARTWIRE_DATA_DIR": str(settings.data_dir),
         "PARTWIRE_DEMO_DELAY_MS": "2",
+        **database_env,
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "partwire", "serve", "--port", str(port),
@@ -36,10 +48,12 @@ async def _start(settings: Settings, port: int) -> asyncio.subprocess.Process:
     raise AssertionError("the server did not start")
 
 
-async def test_sigkill_mid_stream_then_restart(settings: Settings) -> None:
+async def test_sigkill_mid_stream_then_restart(
+    settings: Settings, database_env: dict[str, str]
+) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = await _start(settings, port)
+    server = await _start(settings, port, database_env)
     seen = ""
     try:
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:
@@ -56,7 +70,7 @@ async def test_sigkill_mid_stream_then_restart(settings: Settings) -> None:
     finally:
         await server.wait()
 
-    restarted = await _start(settings, port)
+    restarted = await _start(settings, port, database_env)
     try:
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:
             messages = (await http.get(f"/session/{sid}/message")).json()
@@ -72,3 +86,12 @@ async def test_sigkill_mid_stream_then_restart(settings: Settings) -> None:
     assert "end" in text["time"]
     assert text["text"].startswith(seen), "a delta the client saw was lost in the crash"
     assert status == {}
+    if database_env:  # it was the Postgres database that kept them
+        from partwire.storage.postgres import connect
+
+        conn = connect(database_env["PARTWIRE_DATABASE_URL"], autocommit=True)
+        try:
+            sql = "SELECT COUNT(*) FROM message WHERE session_id = ?"
+            assert conn.execute(sql, (sid,)).fetchone()[0] == len(messages)
+        finally:
+            conn.close()

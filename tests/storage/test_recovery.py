@@ -24,12 +24,13 @@ from partwire.session.history import to_turns
 from partwire.storage.health import explain
 from partwire.storage.migrations import MIGRATIONS
 from partwire.storage.sqlite import SqliteStore
+from tests.storage.conftest import MakeStore
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
 
-async def _opened(path: Path) -> SqliteStore:
-    """A store at ``path`` holding session ses_1 (whose work a test then "crashes")."""
-    store = SqliteStore(path, Bus())
+async def _opened(make_store: MakeStore) -> SqliteStore:
+    """A store on a test's database holding session ses_1 (whose work a test then "crashes")."""
+    store = make_store()
     await store.open()
     await store.put_session(_session(), [])
     return store
@@ -46,9 +47,8 @@ def _running_tool(call_id: str, tool: str, args: dict[str, str]) -> ToolPart:
     )
 
 
-async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    store = await _opened(path)
+async def test_open_finishes_what_a_crash_left_unfinished(make_store: MakeStore) -> None:
+    store = await _opened(make_store)
     await store.put_message(_assistant(), [])
     await store.put_part(_text(), [], streaming=True)
     for word in ["half ", "a ", "sentence"]:
@@ -61,7 +61,7 @@ async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> Non
     await store.put_part(pending, [])
     await store.close()  # the "crash": nothing finished the message
 
-    reopened = SqliteStore(path, Bus())
+    reopened = make_store()
     await reopened.open()
     try:
         [entry] = await reopened.list_messages("ses_1")
@@ -87,9 +87,10 @@ async def test_open_finishes_what_a_crash_left_unfinished(tmp_path: Path) -> Non
         await reopened.close()
 
 
-async def test_open_rejects_abandoned_asks_and_idles_working_sessions(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    store = await _opened(path)
+async def test_open_rejects_abandoned_asks_and_idles_working_sessions(
+    make_store: MakeStore,
+) -> None:
+    store = await _opened(make_store)
     ask = PermissionRequest(id="per_1", sessionID="ses_1", permission="bash", patterns=["ls"])
     answered = ask.model_copy(update={"id": "per_2"})
     question = QuestionRequest(id="que_1", sessionID="ses_1", questions=[])
@@ -101,7 +102,7 @@ async def test_open_rejects_abandoned_asks_and_idles_working_sessions(tmp_path: 
     await store.publish([PermissionReplied(reply), QuestionAsked(question)])
     await store.close()  # the "crash": the run and its asks are gone
 
-    reopened = SqliteStore(path, Bus())
+    reopened = make_store()
     await reopened.open()
     logged = [(e.type, e.properties) for e in await reopened.events_after(None)][-4:]
     await reopened.close()
@@ -112,20 +113,21 @@ async def test_open_rejects_abandoned_asks_and_idles_working_sessions(tmp_path: 
     assert logged[1][1].request_id == "que_1"  # type: ignore[union-attr]
     assert logged[2][1].status.type == "idle"  # type: ignore[union-attr]
 
-    again = SqliteStore(path, Bus())
+    again = make_store()
     await again.open()  # nothing left to close: a second open logs nothing
     assert [e.type for e in await again.events_after(None)][-4:] == [k for k, _ in logged]
     await again.close()
 
 
-async def test_an_interrupted_tool_call_gets_a_result_the_model_can_read(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    store = await _opened(path)
+async def test_an_interrupted_tool_call_gets_a_result_the_model_can_read(
+    make_store: MakeStore,
+) -> None:
+    store = await _opened(make_store)
     await store.put_message(_assistant(), [])
     running = _running_tool("call_9", "bash", {"command": "make deploy"})
     await store.put_part(running, [])
     await store.close()
-    reopened = SqliteStore(path, Bus())
+    reopened = make_store()
     await reopened.open()
     history = await reopened.list_messages("ses_1")
     await reopened.close()

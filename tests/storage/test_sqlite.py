@@ -1,14 +1,13 @@
-"""The SQLite store: group commit, durable-before-visible, streaming reads, the log, migrations."""
+"""The store, SQLite and Postgres alike: group commit, durable-before-visible, streaming
+reads, the log, migrations."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from pathlib import Path
 
 import pytest
 
-from partwire.bus import Bus
 from partwire.errors import NotFoundError
 from partwire.schema.event import (
     MessageInfo,
@@ -23,7 +22,9 @@ from partwire.schema.message import AssistantMessage, AssistantTime, MessagePath
 from partwire.schema.part import StreamTime, TextPart
 from partwire.schema.session import Session, SessionTime
 from partwire.storage.base import EventLogGap
+from partwire.storage.postgres import PostgresStore
 from partwire.storage.sqlite import SqliteStore
+from tests.storage.conftest import MakeStore, independent_read
 
 
 def _session(sid: str = "ses_1") -> Session:
@@ -65,8 +66,8 @@ def _delta(text: str, pid: str = "prt_1") -> PartDeltaProps:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> SqliteStore:
-    s = SqliteStore(tmp_path / "db.sqlite", Bus())
+async def store(make_store: MakeStore) -> SqliteStore:
+    s = make_store()
     await s.open()
     yield s  # type: ignore[misc]
     await s.close()
@@ -81,8 +82,7 @@ async def test_events_are_published_only_after_their_rows_commit(store: SqliteSt
     event = await asyncio.wait_for(sub.get(), 5)
     assert event is not None and event.type == "session.created"
     # The moment the event is visible, an independent connection sees the row.
-    with sqlite3.connect(store.path) as other:
-        assert other.execute("SELECT COUNT(*) FROM session").fetchone()[0] == 1
+    assert independent_read(store, "SELECT COUNT(*) FROM session") == (1,)
     await task
 
 
@@ -120,8 +120,7 @@ async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteSto
     [entry] = await store.list_messages("ses_1")
     assert entry.parts[0].text == "a b c"  # type: ignore[union-attr]
     # the row itself was not rewritten per delta
-    with sqlite3.connect(store.path) as other:
-        row = other.execute("SELECT data, delta_seq FROM part").fetchone()
+    row = independent_read(store, "SELECT data, delta_seq FROM part")
     assert '"text":""' in row[0] and row[1] is not None
     # a mid-stream flush moves the row forward; later deltas still fold in
     await store.put_part(_text(text="a b c"), [], streaming=True)
@@ -138,8 +137,8 @@ async def test_missing_ids_raise_not_found(store: SqliteStore) -> None:
         await store.get_message("ses_x", "msg_x")
 
 
-async def test_events_after_replays_in_order_and_reports_a_gap(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "db.sqlite", Bus(), retain_events=10)
+async def test_events_after_replays_in_order_and_reports_a_gap(make_store: MakeStore) -> None:
+    store = make_store(retain_events=10)
     await store.open()
     try:
         sub = store.bus.subscribe_all()
@@ -170,22 +169,22 @@ async def test_session_delete_removes_rows_and_logs_event(store: SqliteStore) ->
     assert await store.list_messages("ses_1") == []
 
 
-async def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
+async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> None:
     for _ in range(2):
-        store = SqliteStore(path, Bus())
+        store = make_store()
         await store.open()
         await store.close()
-    with sqlite3.connect(path) as conn:
-        versions = conn.execute("SELECT version, name FROM schema_version").fetchall()
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    sql = "SELECT version, name FROM schema_version ORDER BY version"
+    versions = [tuple(row) for row in independent_read(store, sql, every=True)]
     assert versions == [
         (1, "initial"),
         (2, "todo"),
         (3, "sequence"),
         (4, "event ids from sequence"),
     ]
-    assert mode == "wal"
+    if not isinstance(store, PostgresStore):
+        with sqlite3.connect(store.path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 async def test_a_page_of_messages_reads_only_its_own_rows(store: SqliteStore) -> None:

@@ -220,7 +220,7 @@ def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
 
     def banner(port: int) -> None:  # once the port is bound: the real one, also for --port 0
         err.print(f"partwire {__version__} on http://{args.hostname}:{port}")
-        err.print(f"data: {settings.database_path}  project: {settings.project_dir}")
+        err.print(f"data: {_database(settings)}  project: {settings.project_dir}")
 
     if not is_loopback(args.hostname) and args.hostname not in ("0.0.0.0", "::"):
         hosts = (*settings.allowed_hosts, args.hostname)
@@ -229,9 +229,22 @@ def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     return 0
 
 
+def _database(settings: Settings) -> str:
+    if settings.database_url:
+        from partwire.storage.postgres import redacted
+
+        return redacted(settings.database_url)
+    return str(settings.database_path)
+
+
 def _db(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli import db
 
+    if settings.database_url:
+        raise ConfigError(
+            "`partwire db` checks and backs up the SQLite file; PARTWIRE_DATABASE_URL names "
+            "a Postgres database: use Postgres' own tools (pg_amcheck, pg_dump)"
+        )
     out = Console(highlight=False, soft_wrap=True)
     if args.db_command == "check":
         return db.check(settings, out)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from partwire.errors import NotFoundError
 from partwire.schema.message import MessageWithParts, message_adapter
 from partwire.schema.part import Part, part_adapter
+from partwire.storage.connection import Conn
+
+# LIMIT for "no limit" that SQLite and Postgres both take (SQLite's -1 is refused by Postgres)
+NO_LIMIT = 2**62
 
 
 def load_messages(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     message_id: str | None,
     *,
@@ -32,8 +35,9 @@ def load_messages(
             bound = row[0]
         rows = conn.execute(
             "SELECT id, data, seq FROM (SELECT id, data, seq FROM message WHERE session_id = ? "
-            "AND (? IS NULL OR seq < ?) ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-            (session_id, bound, bound, -1 if limit is None else limit),
+            "AND (CAST(? AS BIGINT) IS NULL OR seq < ?) ORDER BY seq DESC LIMIT ?) AS recent "
+            "ORDER BY seq",
+            (session_id, bound, bound, NO_LIMIT if limit is None else limit),
         ).fetchall()
         messages = [(mid, data) for mid, data, _ in rows]
         oldest = rows[0][2] if rows else 0
@@ -62,7 +66,7 @@ def load_messages(
     ]
 
 
-def materialize(conn: sqlite3.Connection, part_id: str, data: str, delta_seq: int | None) -> Part:
+def materialize(conn: Conn, part_id: str, data: str, delta_seq: int | None) -> Part:
     """A part row plus the deltas logged after it (only while the part streams).
 
     The log has no index by part (a delta's insert touches one page): this reads the

@@ -12,7 +12,6 @@ so a client that resumes with Last-Event-ID converges with nothing special.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 from partwire.schema.event import (
@@ -34,6 +33,7 @@ from partwire.schema.message import AssistantMessage, aborted_error, message_ada
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
 from partwire.schema.session import StatusIdle
 from partwire.schema.tool_state import FinishedTime, ToolStateError
+from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
 from partwire.storage.writer import WriteContext
@@ -62,7 +62,7 @@ def _close_part(part: Part, now: int) -> Part | None:
     return None
 
 
-def recover(conn: sqlite3.Connection, epoch: int, last_seq: int) -> int:
+def recover(conn: Conn, epoch: int, last_seq: int) -> int:
     """Finish what a crash interrupted; returns the newest event's sequence number after."""
     ctx = WriteContext(conn, epoch, last_seq)
     now = _now()
@@ -108,7 +108,7 @@ def recover(conn: sqlite3.Connection, epoch: int, last_seq: int) -> int:
     return ctx.last_seq
 
 
-def _lifecycle_closers(conn: sqlite3.Connection) -> list[Draft]:
+def _lifecycle_closers(conn: Conn) -> list[Draft]:
     """Reject the asks nobody answered and idle the sessions that were working."""
     asks: dict[str, Draft] = {}  # request id → the event that closes it
     status: dict[str, bool] = {}  # session id → idle?

@@ -27,6 +27,7 @@ from partwire.schema.part import Part
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session
 from partwire.storage.base import EventLogGap
+from partwire.storage.connection import Conn
 from partwire.storage.health import (
     backup,
     explain,
@@ -81,14 +82,20 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _connect_writer(path: Path) -> sqlite3.Connection:
+    conn = _connect(path)
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's job (storage/writer.py)
+    return conn
+
+
 class SqliteStore:
     def __init__(self, path: Path, bus: Bus, *, retain_events: int = 200_000) -> None:
         self.path = path
         self.bus = bus
         self.retain_events = retain_events
-        self._writer = Writer(lambda: _connect(self.path), self._storage_error)
+        self._writer = self._new_writer()
         self._readers = threading.local()
-        self._reader_conns: list[sqlite3.Connection] = []
+        self._reader_conns: list[Conn] = []
         self._backlog = 0
         self._delivered = 0
         # the last delta write that failed (disk full, I/O error), until clear_failure():
@@ -96,6 +103,13 @@ class SqliteStore:
         self.failure: StorageError | None = None
         self.epoch = 0  # the event log's (ids.logged_event_id); read at open
         self._open = False
+
+    def _new_writer(self) -> Writer:
+        return Writer(
+            lambda: _connect_writer(self.path),
+            self._storage_error,
+            checkpoints=lambda: _connect(self.path),
+        )
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -237,18 +251,25 @@ class SqliteStore:
 
     # ---- reads ---------------------------------------------------------------------------
 
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+    def _reader(self) -> Conn:
+        """This worker thread's read connection."""
+        conn: Conn | None = getattr(self._readers, "conn", None)
         if conn is None:
-            conn = _connect(self.path)
+            conn = self._connect_reader()
             self._readers.conn = conn
             self._reader_conns.append(conn)
         return conn
 
-    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+    def _connect_reader(self) -> Conn:
+        return _connect(self.path)
+
+    # one transaction per read: its statements see one state of the database
+    _BEGIN_READ = "BEGIN"
+
+    async def _read(self, query: Callable[[Conn], T]) -> T:
         def run() -> T:
             conn = self._reader()
-            conn.execute("BEGIN")
+            conn.execute(self._BEGIN_READ)
             try:
                 return query(conn)
             finally:
@@ -257,7 +278,7 @@ class SqliteStore:
         return await asyncio.to_thread(run)
 
     async def ids_in_use(self, message_ids: list[str], part_ids: list[str]) -> set[str]:
-        def query(conn: sqlite3.Connection) -> set[str]:
+        def query(conn: Conn) -> set[str]:
             found: set[str] = set()
             for table, wanted in (("message", message_ids), ("part", part_ids)):
                 for identifier in wanted:
@@ -302,7 +323,7 @@ class SqliteStore:
         every later change exactly once. ``limit`` keeps the newest (before ``before``).
         """
 
-        def query(conn: sqlite3.Connection) -> tuple[list[MessageWithParts], str | None]:
+        def query(conn: Conn) -> tuple[list[MessageWithParts], str | None]:
             last = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
             found = load_messages(conn, session_id, None, limit=limit, before=before)
             return found, None if last is None else ids.logged_event_id(self.epoch, last)
@@ -310,13 +331,13 @@ class SqliteStore:
         return await self._read(query)
 
     async def last_event_id(self) -> str | None:
-        def query(conn: sqlite3.Connection) -> str | None:
+        def query(conn: Conn) -> str | None:
             last = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
             return None if last is None else ids.logged_event_id(self.epoch, last)
 
         return await self._read(query)
 
-    def _seq_of(self, conn: sqlite3.Connection, event_id: str | None) -> int:
+    def _seq_of(self, conn: Conn, event_id: str | None) -> int:
         """The sequence number to resume after; EventLogGap when the log cannot say what
         followed ``event_id``: pruned since, never ours (another data dir, a made-up id),
         or None (from the start) after the start was pruned."""
@@ -335,7 +356,7 @@ class SqliteStore:
     async def events_behind(self, event_id: str) -> int:
         """How many logged events follow ``event_id``; EventLogGap if the log lacks it."""
 
-        def query(conn: sqlite3.Connection) -> int:
+        def query(conn: Conn) -> int:
             seq = self._seq_of(conn, event_id)
             sql = "SELECT COUNT(*) FROM event_log WHERE seq > ?"
             return int(conn.execute(sql, (seq,)).fetchone()[0])
@@ -345,7 +366,7 @@ class SqliteStore:
     async def log_page(self, event_id: str, limit: int) -> list[Event]:
         """Up to ``limit`` logged events after ``event_id``, unparsed (for replay)."""
 
-        def query(conn: sqlite3.Connection) -> list[Event]:
+        def query(conn: Conn) -> list[Event]:
             seq = self._seq_of(conn, event_id)
             rows = conn.execute(
                 "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -361,7 +382,7 @@ class SqliteStore:
         return Event(event_id, kind, _UNPARSED, json=event_json(event_id, kind, properties))
 
     async def session_history(self, session_id: str, through: str, types: list[str]) -> list[Event]:
-        def query(conn: sqlite3.Connection) -> list[Event]:
+        def query(conn: Conn) -> list[Event]:
             seq = self._seq_of(conn, through)
             marks = ",".join("?" * len(types))
             rows = conn.execute(
@@ -374,7 +395,7 @@ class SqliteStore:
         return await self._read(query)
 
     async def events_after(self, event_id: str | None) -> list[Event]:
-        def query(conn: sqlite3.Connection) -> list[Event]:
+        def query(conn: Conn) -> list[Event]:
             seq = self._seq_of(conn, event_id)
             rows = conn.execute(
                 "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq", (seq,)
@@ -405,7 +426,7 @@ class _Prune(Write):
         self.retain = retain
 
     def apply(self, ctx: Any) -> None:
-        conn: sqlite3.Connection = ctx.conn
+        conn: Conn = ctx.conn
         ctx.insert_rows()  # this batch's rows so far count too
         newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
         if newest is None or newest <= self.retain:
@@ -416,4 +437,7 @@ class _Prune(Write):
             cutoff = min(cutoff, floor + 1)
         deleted = conn.execute("DELETE FROM event_log WHERE seq < ?", (cutoff,)).rowcount
         if deleted:
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('pruned', '1')")
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('pruned', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            )

@@ -23,6 +23,7 @@ from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
 from partwire.schema.message import Message
 from partwire.schema.part import Part
 from partwire.schema.session import Session
+from partwire.storage.connection import Conn
 from partwire.storage.cpu import CpuFollower
 from partwire.storage.health import release_reserve
 
@@ -60,7 +61,7 @@ _INSERT = {
 class WriteContext:
     """What a write sees inside the writer's transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, epoch: int, last_seq: int) -> None:
+    def __init__(self, conn: Conn, epoch: int, last_seq: int) -> None:
         self.conn = conn
         self.epoch = epoch
         self.last_seq = last_seq  # the newest logged event's sequence number (0: none)
@@ -111,7 +112,8 @@ class SessionPut(Write):
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.session is not None
         ctx.conn.execute(
-            "INSERT OR REPLACE INTO session (id, parent_id, data) VALUES (?,?,?)",
+            "INSERT INTO session (id, parent_id, data) VALUES (?,?,?) ON CONFLICT (id) "
+            "DO UPDATE SET parent_id = excluded.parent_id, data = excluded.data",
             (self.session.id, self.session.parent_id, self.session.wire_json()),
         )
 
@@ -199,7 +201,8 @@ class TodoPut(Write):
 
     def apply_rows(self, ctx: WriteContext) -> None:
         ctx.conn.execute(
-            "INSERT OR REPLACE INTO todo (session_id, data) VALUES (?, ?)",
+            "INSERT INTO todo (session_id, data) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET data = excluded.data",
             (self.session_id, self.todos_json),
         )
 
@@ -219,7 +222,7 @@ Deliver = Callable[[list[Write], list[Event]], None]
 class Checkpointer:
     """A thread that runs a PASSIVE WAL checkpoint each time it is asked to."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connect: Callable[[], Conn]) -> None:
         self._connect = connect
         self._wake = threading.Event()
         self._stopping = False
@@ -262,8 +265,9 @@ class Writer:
 
     def __init__(
         self,
-        connect: Callable[[], sqlite3.Connection],
+        connect: Callable[[], Conn],
         describe: Callable[[BaseException], BaseException] = lambda exc: exc,
+        checkpoints: Callable[[], Conn] | None = None,
     ) -> None:
         self._connect = connect
         self._describe = describe  # turns a failed write's exception into what callers see
@@ -273,7 +277,8 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.checkpointer = Checkpointer(connect)
+        # SQLite's WAL is copied back by its own thread (checkpoints: its connections)
+        self.checkpointer = Checkpointer(checkpoints) if checkpoints is not None else None
         self.cpu = CpuFollower()  # the thread stays on the loop's CPU (storage/cpu.py)
         self._pages_since_checkpoint = 0
         self._last_delta_commit = 0.0
@@ -286,7 +291,8 @@ class Writer:
     ) -> None:
         self._loop, self._deliver = loop, deliver
         self.epoch, self.last_seq = epoch, last_seq
-        self.checkpointer.start()
+        if self.checkpointer is not None:
+            self.checkpointer.start()
         self._thread = threading.Thread(target=self._run, name="partwire-writer", daemon=True)
         self._thread.start()
 
@@ -310,11 +316,11 @@ class Writer:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
-        self.checkpointer.stop()
+        if self.checkpointer is not None:
+            self.checkpointer.stop()
 
     def _run(self) -> None:
         conn = self._connect()
-        conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's job
         try:
             stopping = False
             while not stopping:
@@ -359,12 +365,14 @@ class Writer:
             return _EMPTY
 
     def _count_pages(self, events: list[Event]) -> None:
+        if self.checkpointer is None:
+            return
         self._pages_since_checkpoint += _pages(events)
         if self._pages_since_checkpoint >= CHECKPOINT_PAGES:
             self._pages_since_checkpoint = 0
             self.checkpointer.request()
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
+    def _commit(self, conn: Conn, batch: list[Write]) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         try:
             with conn:
@@ -377,7 +385,7 @@ class Writer:
             return
         self._finish(ctx, batch, [])
 
-    def _commit_one_by_one(self, conn: sqlite3.Connection, batch: list[Write]) -> None:
+    def _commit_one_by_one(self, conn: Conn, batch: list[Write]) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         failed: list[tuple[Write, BaseException]] = []
         for write in batch:
@@ -391,7 +399,8 @@ class Writer:
                 del ctx.events[before:]
                 ctx.last_seq = seq_before
                 failed.append((write, exc))
-                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                full = isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+                if full and isinstance(conn, sqlite3.Connection):
                     release_reserve(conn)  # room for the writes that end the message
         self._finish(ctx, batch, failed)
 

@@ -31,14 +31,18 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 class Served:
     """One data dir and port, served by successive ``partwire serve`` processes."""
 
-    def __init__(self, project: Path, state: Path, delay_ms: int = 2) -> None:
+    def __init__(
+        self, project: Path, state: Path, delay_ms: int = 2, database_url: str | None = None
+    ) -> None:
         self.project = project
         self.data_dir = state / "data"
+        self.database_url = database_url  # a Postgres database instead of the SQLite file
         self.env = {
             **os.environ,
             "PARTWIRE_DATA_DIR": str(self.data_dir),
             "PARTWIRE_CONFIG_DIR": str(state / "config"),
             "PARTWIRE_DEMO_DELAY_MS": str(delay_ms),
+            **({"PARTWIRE_DATABASE_URL": database_url} if database_url else {}),
         }
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -78,12 +82,39 @@ class Served:
         self.process = None
 
     def integrity(self) -> list[str]:
+        if self.database_url:
+            return _postgres_integrity(self.database_url)
         conn = sqlite3.connect(f"file:{self.data_dir / 'partwire.db'}?mode=ro", uri=True)
         try:
             rows = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
         finally:
             conn.close()
         return [] if rows == ["ok"] else rows
+
+
+# A crash cannot tear a Postgres page; what it could break is the rows' own consistency.
+_POSTGRES_CHECKS = {
+    "part without its message": "SELECT COUNT(*) FROM part p "
+    "WHERE NOT EXISTS (SELECT 1 FROM message m WHERE m.id = p.message_id)",
+    "message without its session": "SELECT COUNT(*) FROM message m "
+    "WHERE NOT EXISTS (SELECT 1 FROM session s WHERE s.id = m.session_id)",
+    "streaming part after recovery": "SELECT COUNT(*) FROM part WHERE delta_seq IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM event_log WHERE seq > part.delta_seq)",
+}
+
+
+def _postgres_integrity(url: str) -> list[str]:
+    from partwire.storage.postgres import connect
+
+    conn = connect(url, autocommit=True)
+    try:
+        return [
+            f"{what}: {count}"
+            for what, sql in _POSTGRES_CHECKS.items()
+            if (count := conn.execute(sql).fetchone()[0])
+        ]
+    finally:
+        conn.close()
 
 
 @dataclass

@@ -4,8 +4,9 @@ lost, everything is terminal, and a client that resumes converges with the serve
 Each iteration runs one scenario (streaming text, a long bash, a pending permission, a
 pending question, a sub-agent task), kills the server at a random point of it, sometimes
 kills the next one again during start-up recovery, restarts, resumes a client with
-Last-Event-ID and checks. Violations are counted by class and written to
-``test-artifacts/crash-suite.json``. ``PARTWIRE_RELIABILITY_ITERATIONS`` (per scenario,
+Last-Event-ID and checks, on the SQLite file and on a Postgres database. Violations are
+counted by class and written to ``test-artifacts/crash-suite-<sqlite|postgres>.json``.
+``PARTWIRE_RELIABILITY_ITERATIONS`` (per scenario,
 default 2) and ``PARTWIRE_RELIABILITY_SEED`` set the run; ``make reliability`` runs more.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from partwire.client.http import PartwireClient
 from partwire.schema.event import Event
@@ -182,11 +184,15 @@ async def _iteration(
     await follower.drop()
 
 
-async def test_kill_9_at_random_points_then_resume(tmp_path: Path, project: Path) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_kill_9_at_random_points_then_resume(
+    tmp_path: Path, project: Path, database: str, request: pytest.FixtureRequest
+) -> None:
     iterations = int(os.environ.get("PARTWIRE_RELIABILITY_ITERATIONS", "2"))
     seed = int(os.environ.get("PARTWIRE_RELIABILITY_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
-    served = Served(project, tmp_path / "state")
+    url = request.getfixturevalue("postgres").new_database() if database == "postgres" else None
+    served = Served(project, tmp_path / "state", database_url=url)
     bad, notes = Violations(dict.fromkeys(CLASSES, 0)), Counter[str]()
     plan = [name for name in SCENARIOS for _ in range(iterations)]
     rng.shuffle(plan)
@@ -198,6 +204,6 @@ async def test_kill_9_at_random_points_then_resume(tmp_path: Path, project: Path
             notes[f"scenario:{name}"] += 1
     finally:
         await served.stop()
-    report = bad.report("crash-suite", len(plan), {"seed": seed, **notes})
+    report = bad.report(f"crash-suite-{database}", len(plan), {"seed": seed, **notes})
     print(report)
     assert not +bad, f"{report}\n(seed {seed}: PARTWIRE_RELIABILITY_SEED={seed} reruns it)"

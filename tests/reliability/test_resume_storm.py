@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from partwire.client.http import PartwireClient
 from tests.reliability.harness import Follower, Served, Violations
@@ -48,11 +49,15 @@ async def _all_idle(url: str, sessions: list[str]) -> None:
     raise AssertionError(f"sessions still busy after {IDLE_LIMIT_S} s: {stuck}; last: {last}")
 
 
-async def test_resume_storm_loses_and_repeats_nothing(tmp_path: Path, project: Path) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_resume_storm_loses_and_repeats_nothing(
+    tmp_path: Path, project: Path, database: str, request: pytest.FixtureRequest
+) -> None:
     words = int(os.environ.get("PARTWIRE_RELIABILITY_STORM_WORDS", "600"))
     seed = int(os.environ.get("PARTWIRE_RELIABILITY_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
-    served = Served(project, tmp_path / "state", delay_ms=2)
+    url = request.getfixturevalue("postgres").new_database() if database == "postgres" else None
+    served = Served(project, tmp_path / "state", delay_ms=2, database_url=url)
     await served.start()
     bad = Violations(
         dict.fromkeys(
@@ -108,7 +113,9 @@ async def test_resume_storm_loses_and_repeats_nothing(tmp_path: Path, project: P
     finally:
         await served.stop()
     events = len(expected)
-    report = bad.report("resume-storm", CLIENTS, {"seed": seed, "drops": drops, "events": events})
+    report = bad.report(
+        f"resume-storm-{database}", CLIENTS, {"seed": seed, "drops": drops, "events": events}
+    )
     print(f"{report}\n  drops: {drops}, logged events per client: {events}")
     assert drops >= CLIENTS and events > SESSIONS * words
     assert not +bad, f"{report}\n(seed {seed})"

@@ -3,7 +3,8 @@ client gets every logged event exactly once and in order (the same sequence as a
 that never dropped), and its reduced state equals what the server stores.
 
 ``PARTWIRE_RELIABILITY_STORM_WORDS`` sets how long each session streams (default 600
-words per prompt, two prompts per session); counts go to ``test-artifacts/resume-storm.json``.
+words per prompt, two prompts per session), on the SQLite file and on a Postgres database;
+counts go to ``test-artifacts/resume-storm-<sqlite|postgres>.json``.
 """
 
 from __future__ import annotations

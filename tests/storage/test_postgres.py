@@ -51,3 +51,27 @@ def test_sqlite_parameters_become_psycopg_ones_and_percent_signs_stay_literal() 
     assert pg_sql(sql) == (
         "SELECT id FROM message WHERE data LIKE '%%\"role\"%%' AND session_id = %s AND seq > %s"
     )
+
+
+async def test_the_sqlite_migrations_make_64_bit_sequences_in_postgres(
+    postgres: PostgresServer,
+) -> None:
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    await store.close()
+    from partwire.storage.postgres import connect
+
+    conn = connect(url, autocommit=True)
+    try:
+        types = dict(
+            conn.execute(
+                "SELECT table_name, data_type FROM information_schema.columns "
+                "WHERE column_name = 'seq' ORDER BY table_name"
+            ).fetchall()
+        )
+        epoch = conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0]
+    finally:
+        conn.close()
+    assert types == {"event_log": "bigint", "message": "bigint", "part": "bigint"}
+    assert int(epoch) == store.epoch > 0

@@ -1,17 +1,20 @@
-"""Numbered schema migrations, applied in order at open. Never edit a released one."""
+"""Numbered schema migrations, applied in order at open. Never edit a released one.
+
+They run on Postgres too, through ``storage/postgres.py``'s connection, which takes
+SQLite's dialect as written here (see ``pg_sql``)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 
 from partwire import ids
+from partwire.storage.connection import Conn
 
-Migration = Callable[[sqlite3.Connection], None]
+Migration = Callable[[Conn], None]
 
 
-def _001_initial(conn: sqlite3.Connection) -> None:
+def _001_initial(conn: Conn) -> None:
     conn.executescript(
         """
         CREATE TABLE session (
@@ -49,7 +52,7 @@ def _001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
-def _002_todo(conn: sqlite3.Connection) -> None:
+def _002_todo(conn: Conn) -> None:
     conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
 
 
@@ -61,7 +64,7 @@ LIFECYCLE = (
 )
 
 
-def _003_sequence(conn: sqlite3.Connection) -> None:
+def _003_sequence(conn: Conn) -> None:
     """History order is the order rows were first written, never the order of their ids
     (clients may mint ids of another scheme). Existing rows keep their id order."""
     for table in ("message", "part"):
@@ -84,7 +87,7 @@ def _003_sequence(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _004_event_ids_from_sequence(conn: sqlite3.Connection) -> None:
+def _004_event_ids_from_sequence(conn: Conn) -> None:
     """Event ids derive from the log's sequence (``ids.logged_event_id``) and are not
     stored. The log keeps only seq, type and the properties' JSON, and loses the UNIQUE
     id index and the part index: appending a delta touches one small row on one page. A
@@ -133,7 +136,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(conn: sqlite3.Connection) -> int:
+def migrate(conn: Conn) -> int:
     """Bring the database to the newest version; returns the version reached."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version "

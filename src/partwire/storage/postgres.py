@@ -1,10 +1,10 @@
-"""The Postgres store: the SQLite store's writes, reads and recovery on a Postgres database.
+"""The Postgres store: the SQLite store's writes, reads, recovery and migrations on Postgres.
 
 Chosen with ``PARTWIRE_DATABASE_URL=postgresql://…`` (``pip install 'partwire[postgres]'``).
 Everything above the connection is the SQLite store's own code: the same writer thread
 group-commits (psycopg's blocking calls run there and on the readers' worker threads,
-never on the event loop), the same SQL runs through ``PgConnection``, which speaks
-sqlite3's API, and the numbered migrations are the Postgres versions of SQLite's.
+never on the event loop), and the same SQL, migrations included, runs through
+``PgConnection``, which speaks sqlite3's API and SQLite's dialect (``pg_sql``).
 
 One server per database for now: the store holds a session-level advisory lock for as
 long as it is open, and a second server on the same database is refused with a clear
@@ -14,16 +14,16 @@ error. Several instances sharing one database (leases, fan-out) come next (issue
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import StorageError
 from partwire.storage.connection import Conn, Cursor
-from partwire.storage.migrations import LIFECYCLE, _properties
+from partwire.storage.migrations import LATEST_VERSION, migrate
 from partwire.storage.recovery import recover
 from partwire.storage.sqlite import SqliteStore
 from partwire.storage.writer import IdTakenError, Writer
@@ -35,11 +35,27 @@ if TYPE_CHECKING:
 LOCK_KEY = 0x707701
 
 
+# What of SQLite's dialect the store's SQL and its released migrations use that Postgres
+# says otherwise: 64-bit integer columns (an event log's sequence outgrows 32 bits), and
+# the one INSERT OR REPLACE left (migration 4's, on meta).
+_DIALECT = (
+    (re.compile(r"\bINTEGER\b"), "BIGINT"),
+    (
+        re.compile(r"INSERT OR REPLACE INTO meta \(key, value\) VALUES \((.*)\)$", re.S),
+        r"INSERT INTO meta (key, value) VALUES (\1) "
+        r"ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+)
+
+
 @functools.lru_cache(maxsize=512)
-def pg_sql(sql: str) -> str:
-    """sqlite3's ``?`` parameters as psycopg's ``%s`` (a literal ``%`` doubled first).
-    The store's SQL has no ``?`` inside string literals."""
-    return sql.replace("%", "%%").replace("?", "%s")
+def pg_sql(sql: str, parameters: bool = True) -> str:
+    """SQL written for sqlite3 as psycopg takes it: Postgres' words for SQLite's (above)
+    and, when it has parameters, ``%s`` for ``?`` (a literal ``%`` doubled first). The
+    store's SQL has no ``?`` inside string literals."""
+    for pattern, replacement in _DIALECT:
+        sql = pattern.sub(replacement, sql)
+    return sql.replace("%", "%%").replace("?", "%s") if parameters else sql
 
 
 class PgConnection:
@@ -51,6 +67,10 @@ class PgConnection:
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         return self.raw.execute(pg_sql(sql), tuple(parameters))
+
+    def executescript(self, sql_script: str, /) -> Cursor:
+        """Several statements, no parameters (Postgres runs them as one simple query)."""
+        return self.raw.execute(pg_sql(sql_script, parameters=False))
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
         cursor = self.raw.cursor()
@@ -92,88 +112,13 @@ def connect(url: str, *, autocommit: bool = False) -> PgConnection:
     return PgConnection(psycopg.connect(url, autocommit=autocommit))
 
 
-# ---- migrations: the numbers and names of storage/migrations.py, in Postgres' SQL ---------
-
-
-def _001_initial(conn: PgConnection) -> None:
-    for statement in (
-        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, data TEXT NOT NULL)",
-        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, data TEXT NOT NULL)",
-        "CREATE INDEX message_session ON message (session_id, id)",
-        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, "
-        "session_id TEXT NOT NULL, data TEXT NOT NULL, delta_from TEXT)",
-        "CREATE INDEX part_session ON part (session_id, message_id, id)",
-        "CREATE TABLE event_log (seq BIGINT PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
-        "session_id TEXT, part_id TEXT, type TEXT NOT NULL, payload TEXT NOT NULL)",
-        "CREATE INDEX event_log_part ON event_log (part_id, id) WHERE part_id IS NOT NULL",
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        # SQLite's instr(), which the store's queries use
-        "CREATE OR REPLACE FUNCTION instr(text, text) RETURNS integer "
-        "AS 'SELECT strpos($1, $2)' LANGUAGE SQL IMMUTABLE",
-    ):
-        conn.execute(statement)
-
-
-def _002_todo(conn: PgConnection) -> None:
-    conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
-
-
-def _003_sequence(conn: PgConnection) -> None:
-    for table in ("message", "part"):
-        conn.execute(f"ALTER TABLE {table} ADD COLUMN seq BIGINT")
-        conn.execute(
-            f"UPDATE {table} SET seq = o.n FROM "
-            f"(SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM {table}) AS o "
-            f"WHERE o.id = {table}.id"
-        )
-    for statement in (
-        "CREATE UNIQUE INDEX message_seq ON message (seq)",
-        "CREATE INDEX message_session_seq ON message (session_id, seq)",
-        "DROP INDEX message_session",
-        "CREATE UNIQUE INDEX part_seq ON part (seq)",
-        "CREATE INDEX part_message_seq ON part (message_id, seq)",
-        f"CREATE INDEX event_log_lifecycle ON event_log (session_id) WHERE type IN {LIFECYCLE}",
-    ):
-        conn.execute(statement)
-
-
-def _004_event_ids_from_sequence(conn: PgConnection) -> None:
-    newest = conn.execute("SELECT id FROM event_log ORDER BY seq DESC LIMIT 1").fetchone()
-    epoch = ids.log_epoch(after=newest[0] if newest else None)
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('event_epoch', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (str(epoch),),
-    )
-    conn.execute("ALTER TABLE part ADD COLUMN delta_seq BIGINT")
-    conn.execute(
-        "UPDATE part SET delta_seq = COALESCE("
-        "(SELECT e.seq FROM event_log e WHERE e.id = part.delta_from), 0) "
-        "WHERE delta_from IS NOT NULL"
-    )
-    conn.execute("ALTER TABLE part DROP COLUMN delta_from")
-    conn.execute(
-        "CREATE TABLE event_log_v4 "
-        "(seq BIGINT PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL)"
-    )
-    rows = conn.execute("SELECT seq, id, type, payload FROM event_log ORDER BY seq").fetchall()
-    conn.executemany(
-        "INSERT INTO event_log_v4 VALUES (?, ?, ?)",
-        ((seq, kind, _properties(payload, old, kind)) for seq, old, kind, payload in rows),
-    )
-    conn.execute("DROP TABLE event_log")
-    conn.execute("ALTER TABLE event_log_v4 RENAME TO event_log")
-    conn.execute("ALTER INDEX event_log_v4_pkey RENAME TO event_log_pkey")
-    conn.execute(f"CREATE INDEX event_log_lifecycle ON event_log (type) WHERE type IN {LIFECYCLE}")
-
-
-MIGRATIONS = [
-    (1, "initial", _001_initial),
-    (2, "todo", _002_todo),
-    (3, "sequence", _003_sequence),
-    (4, "event ids from sequence", _004_event_ids_from_sequence),
-]
-LATEST_VERSION = MIGRATIONS[-1][0]
+# SQLite's functions that the store's SQL and migrations use, made in Postgres first
+_SQLITE_FUNCTIONS = (
+    "CREATE OR REPLACE FUNCTION instr(text, text) RETURNS integer "
+    "AS 'SELECT strpos($1, $2)' LANGUAGE SQL IMMUTABLE",
+    "CREATE OR REPLACE FUNCTION datetime(text) RETURNS text "
+    "AS $$SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')$$ LANGUAGE SQL",
+)
 
 
 def schema_version(conn: PgConnection) -> int:
@@ -181,28 +126,6 @@ def schema_version(conn: PgConnection) -> int:
     if found is None:
         return 0
     return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0])
-
-
-def migrate(conn: PgConnection) -> int:
-    """Bring the database to the newest version, each migration in its own transaction."""
-    with conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-    version = schema_version(conn)
-    for number, name, apply in MIGRATIONS:
-        if number <= version:
-            continue
-        with conn:
-            apply(conn)
-            conn.execute(  # the text SQLite's datetime('now') gives
-                "INSERT INTO schema_version (version, name, applied_at) VALUES "
-                "(?, ?, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'))",
-                (number, name),
-            )
-        version = number
-    return version
 
 
 class PostgresStore(SqliteStore):
@@ -237,6 +160,9 @@ class PostgresStore(SqliteStore):
                         f"the database {self.where} has schema version {version}, newer than "
                         f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
                     )
+                with conn:
+                    for statement in _SQLITE_FUNCTIONS:
+                        conn.execute(statement)
                 migrate(conn)
                 row = conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()
                 last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0]

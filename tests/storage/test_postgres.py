@@ -1,29 +1,52 @@
-"""What only the Postgres store does: one server per database, errors that name the
-database without its password, the SQL it is given in sqlite3's dialect."""
+"""What only the Postgres store does: one log shared by every server on the database,
+errors that name the database without its password, SQLite's dialect translated."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from partwire.bus import Bus
 from partwire.errors import StorageError
+from partwire.schema.event import SessionIdle, SessionRef
 from partwire.storage.postgres import PostgresStore, pg_sql, redacted
 from tests.postgres_server import PostgresServer
+from tests.storage.test_sqlite import _session
 
 
-async def test_a_second_server_on_the_same_database_is_refused(postgres: PostgresServer) -> None:
+async def test_servers_sharing_a_database_see_one_log_in_one_order(
+    postgres: PostgresServer,
+) -> None:
+    """Two stores on one database (two servers): every event either commits reaches both
+    buses, in the same order, with the same strictly increasing ids."""
     url = postgres.new_database()
-    first = PostgresStore(url, Bus())
+    first, second = PostgresStore(url, Bus()), PostgresStore(url, Bus())
     await first.open()
+    await second.open()
     try:
-        second = PostgresStore(url, Bus())
-        with pytest.raises(StorageError, match="another partwire server uses the database"):
-            await second.open()
+        seen = [first.bus.subscribe_all(), second.bus.subscribe_all()]
+        await first.put_session(_session("ses_a"), [])
+        await second.put_session(_session("ses_b"), [])
+
+        async def publish(store: PostgresStore, sid: str) -> None:
+            for _ in range(40):
+                await store.publish([SessionIdle(SessionRef(sessionID=sid))])
+
+        await asyncio.gather(publish(first, "ses_a"), publish(second, "ses_b"))
+        # an awaited write returns once its event is published on its own server
+        ids = [[e.id for e in sub.drain()] for sub in seen]
+        for _ in range(100):
+            if len(ids[0]) == len(ids[1]) == 80:
+                break
+            await asyncio.sleep(0.02)
+            ids = [a + [e.id for e in sub.drain()] for a, sub in zip(ids, seen, strict=True)]
+        assert len(ids[0]) == 80 and ids[0] == ids[1]
+        assert ids[0] == sorted(ids[0]) and len(set(ids[0])) == 80
+        assert [e.id for e in await second.events_after(None)][-80:] == ids[0]
     finally:
         await first.close()
-    third = PostgresStore(url, Bus())  # the lock went with the first server
-    await third.open()
-    await third.close()
+        await second.close()
 
 
 async def test_a_database_that_cannot_be_reached_is_named_without_its_password(

@@ -13,26 +13,38 @@ error. Several instances sharing one database (leases, fan-out) come next (issue
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import logging
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import StorageError
+from partwire.schema.event import Event, parse_event
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.migrations import LATEST_VERSION, migrate
 from partwire.storage.recovery import recover
 from partwire.storage.sqlite import SqliteStore
-from partwire.storage.writer import IdTakenError, Writer
+from partwire.storage.writer import IdTakenError, Write, Writer
 
 if TYPE_CHECKING:
     import psycopg
 
-# pg_try_advisory_lock's key: one partwire server per database ("pw" in ASCII, then 1)
-LOCK_KEY = 0x707701
+log = logging.getLogger(__name__)
+
+# Held by a writer from the first statement of its transaction to its commit: one server
+# appends to the log at a time, so the log's order is the order of commits ("pw", then 2).
+APPEND_LOCK = 0x707702
+CHANNEL = "partwire_log"  # NOTIFY'd by every commit; each server's tail LISTENs
+TAIL_PAGE = 2_000
+TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
 
 
 # What of SQLite's dialect the store's SQL and its released migrations use that Postgres
@@ -134,11 +146,14 @@ class PostgresStore(SqliteStore):
     def __init__(self, url: str, bus: Bus, *, retain_events: int = 200_000) -> None:
         self.url = url
         self.where = redacted(url)
-        self._lock: PgConnection | None = None
+        self._tail: _Tail | None = None
+        self._published = 0  # the newest log row published on this server's bus
+        self._ours: dict[int, Event] = {}  # events this server committed, until published
+        self._waiting: list[tuple[int, list[Write]]] = []  # (newest seq, batch) in order
         super().__init__(path=None, bus=bus, retain_events=retain_events)  # type: ignore[arg-type]
 
     def _new_writer(self) -> Writer:
-        return Writer(lambda: connect(self.url), self._storage_error)
+        return Writer(lambda: connect(self.url), self._storage_error, sequencer=_SharedLog())
 
     def _connect_reader(self) -> Conn:
         return connect(self.url, autocommit=True)
@@ -150,7 +165,6 @@ class PostgresStore(SqliteStore):
         import psycopg
 
         try:
-            self._lock = self._take_lock()
             conn = connect(self.url)
             try:
                 version = schema_version(conn)
@@ -171,33 +185,57 @@ class PostgresStore(SqliteStore):
             finally:
                 conn.close()
         except psycopg.Error as exc:
-            self._release_lock()
             raise self._explain(exc) from None
-        except BaseException:
-            self._release_lock()
-            raise
 
-    def _take_lock(self) -> PgConnection:
-        lock = connect(self.url, autocommit=True)
-        taken = lock.execute("SELECT pg_try_advisory_lock(?)", (LOCK_KEY,)).fetchone()[0]
-        if not taken:
-            lock.close()
-            raise StorageError(
-                f"another partwire server uses the database {self.where}; one server per "
-                "database for now (stop the other, or give this one its own database)"
-            )
-        return lock
-
-    def _release_lock(self) -> None:
-        if self._lock is not None:
-            self._lock.close()  # the session-level advisory lock goes with its connection
-            self._lock = None
+    async def open(self) -> None:
+        await super().open()
+        self._published = self._writer.last_seq  # recovery's rows are published already
+        loop = asyncio.get_running_loop()
+        self._tail = _Tail(
+            self.url, self._published, lambda rows: loop.call_soon_threadsafe(self._publish, rows)
+        )
+        self._tail.start()
 
     async def close(self) -> None:
-        opened = self._open
         await super().close()
-        if opened:
-            self._release_lock()
+        if self._tail is not None:
+            await asyncio.to_thread(self._tail.stop)
+            self._tail = None
+
+    # ---- the log shared by every server on the database ---------------------------------
+
+    def _deliver(self, batch: list[Write], events: list[Event]) -> None:
+        """The writer committed ``batch``: its events are published by the tail, in the
+        log's order among every server's events; its writers go on once they are."""
+        self._backlog -= len(batch)
+        for event in events:
+            self._ours[self._seq(event.id)] = event
+        newest = self._seq(events[-1].id) if events else 0
+        if newest <= self._published:
+            self._settle(batch)
+        else:
+            self._waiting.append((newest, batch))
+        self._count_delivery()
+
+    def _publish(self, rows: list[tuple[int, str, str]]) -> None:
+        """On the loop: the log's next rows, in order; ours as committed, others' parsed."""
+        events: list[Event] = []
+        for seq, kind, payload in rows:
+            if seq <= self._published:
+                continue
+            ours = self._ours.pop(seq, None)
+            events.append(ours or parse_event(self._logged(seq, kind, payload).json))
+        if not events:
+            return
+        self._published = rows[-1][0]
+        self.bus.publish_many(events)
+        while self._waiting and self._waiting[0][0] <= self._published:
+            self._settle(self._waiting.pop(0)[1])
+
+    def _seq(self, event_id: str) -> int:
+        seq = ids.logged_event_seq(event_id, self.epoch)
+        assert seq is not None, event_id
+        return seq
 
     def _explain(self, exc: BaseException) -> StorageError:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -209,3 +247,63 @@ class PostgresStore(SqliteStore):
         if isinstance(exc, IdTakenError) or not isinstance(exc, psycopg.Error | OSError):
             return exc
         return self._explain(exc)
+
+
+class _SharedLog:
+    """Every server's writer appends under one transaction-level lock (the Sequencer)."""
+
+    def begin(self, conn: Conn) -> int:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (APPEND_LOCK,))
+        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
+
+    def end(self, conn: Conn) -> None:
+        conn.execute(f"NOTIFY {CHANNEL}")  # delivered at commit, in commit order
+
+
+class _Tail:
+    """A thread that reads the log's new rows, in order, whenever any server commits."""
+
+    def __init__(
+        self, url: str, after: int, hand: Callable[[list[tuple[int, str, str]]], object]
+    ) -> None:
+        self.url = url
+        self.after = after
+        self._hand = hand
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="partwire-tail", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(Exception):  # wake it now rather than at its next poll
+            waker = connect(self.url, autocommit=True)
+            waker.execute(f"NOTIFY {CHANNEL}")
+            waker.close()
+        self._thread.join(TAIL_POLL_S * 5)
+
+    def _run(self) -> None:
+        conn = connect(self.url, autocommit=True)
+        try:
+            conn.execute(f"LISTEN {CHANNEL}")
+            while not self._stopping:
+                self._drain(conn)
+                for _ in conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1):
+                    pass
+        except Exception:
+            if not self._stopping:
+                log.exception("the event log's tail stopped")
+        finally:
+            conn.close()
+
+    def _drain(self, conn: PgConnection) -> None:
+        while True:
+            rows = conn.execute(
+                "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (self.after, TAIL_PAGE),
+            ).fetchall()
+            if not rows:
+                return
+            self.after = rows[-1][0]
+            self._hand([tuple(row) for row in rows])

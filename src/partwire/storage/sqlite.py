@@ -193,11 +193,20 @@ class SqliteStore:
         return write.future
 
     def _deliver(self, batch: list[Write], events: list[Event]) -> None:
+        """On the loop, once the writer committed ``batch``: publish its events, then let
+        its writers go on."""
         self._backlog -= len(batch)
         self.bus.publish_many(events)
+        self._settle(batch)
+        self._count_delivery()
+
+    @staticmethod
+    def _settle(batch: list[Write]) -> None:
         for write in batch:
             if write.future is not None and not write.future.done():
                 write.future.set_result(None)
+
+    def _count_delivery(self) -> None:
         self._delivered += 1
         if self._delivered % PRUNE_EVERY_BATCHES == 0:
             self._submit(_Prune(retain=self.retain_events))

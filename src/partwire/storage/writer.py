@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from partwire import ids
 from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
@@ -219,6 +220,15 @@ class DeltaAppend(Write):
 Deliver = Callable[[list[Write], list[Event]], None]
 
 
+class Sequencer(Protocol):
+    """Where several writers share one log (Postgres, several servers): ``begin`` runs
+    first in every transaction and returns the log's newest sequence number once no other
+    writer can append (its lock is held until commit), ``end`` runs last in it."""
+
+    def begin(self, conn: Conn) -> int: ...
+    def end(self, conn: Conn) -> None: ...
+
+
 class Checkpointer:
     """A thread that runs a PASSIVE WAL checkpoint each time it is asked to."""
 
@@ -268,8 +278,10 @@ class Writer:
         connect: Callable[[], Conn],
         describe: Callable[[BaseException], BaseException] = lambda exc: exc,
         checkpoints: Callable[[], Conn] | None = None,
+        sequencer: Sequencer | None = None,
     ) -> None:
         self._connect = connect
+        self._sequencer = sequencer
         self._describe = describe  # turns a failed write's exception into what callers see
         # lists of writes, handed over once per loop iteration; None = stop
         self._queue: queue.SimpleQueue[list[Write] | None] = queue.SimpleQueue()
@@ -372,13 +384,21 @@ class Writer:
             self._pages_since_checkpoint = 0
             self.checkpointer.request()
 
+    def _apply(self, conn: Conn, ctx: WriteContext, writes: list[Write]) -> None:
+        """The writes in the open transaction, their log rows last."""
+        if self._sequencer is not None:
+            ctx.last_seq = self._sequencer.begin(conn)
+        for write in writes:
+            write.apply(ctx)
+        ctx.insert_rows()
+        if self._sequencer is not None:
+            self._sequencer.end(conn)
+
     def _commit(self, conn: Conn, batch: list[Write]) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         try:
             with conn:
-                for write in batch:
-                    write.apply(ctx)
-                ctx.insert_rows()
+                self._apply(conn, ctx, batch)
         except Exception:
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
             self._commit_one_by_one(conn, batch)
@@ -392,8 +412,7 @@ class Writer:
             before, seq_before = len(ctx.events), ctx.last_seq
             try:
                 with conn:
-                    write.apply(ctx)
-                    ctx.insert_rows()
+                    self._apply(conn, ctx, [write])
             except Exception as exc:
                 ctx.rows = []
                 del ctx.events[before:]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import uuid
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
 from partwire.session.loop import SessionLoop, leave_running
+from partwire.session.ownership import Ownership
 from partwire.session.revert import Reverts
 from partwire.session.sessions import Sessions
 from partwire.session.snapshot import Snapshots
@@ -78,11 +80,28 @@ class Project:
         self.sessions.settings = scoped
 
 
+def _server_id(data_dir: Path) -> str:
+    """This data dir's server, whichever process serves it (made once, kept in the dir)."""
+    path = data_dir / "server-id"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        made = uuid.uuid4().hex
+        path.write_text(made + "\n")
+        return made
+
+
 def _store(settings: Settings, bus: Bus) -> SqliteStore:
     if settings.database_url:
         from partwire.storage.postgres import PostgresStore
 
-        return PostgresStore(settings.database_url, bus, retain_events=settings.event_log_retain)
+        return PostgresStore(
+            settings.database_url,
+            bus,
+            retain_events=settings.event_log_retain,
+            server_id=_server_id(settings.data_dir),
+        )
     return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
 
 
@@ -105,6 +124,7 @@ class Runtime:
     background: set[asyncio.Task[None]] = field(default_factory=set)
     tui: TuiControl = field(default_factory=TuiControl)
     _warming: asyncio.Future[None] | None = None
+    ownership: Ownership = field(default_factory=Ownership)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -140,7 +160,7 @@ class Runtime:
         settings = replace(self.settings, project_dir=directory)
         host = ToolHost(self.store, self.permissions, self.questions, settings, self.editor)
         reverts = Reverts(self.store, Snapshots(directory, settings.data_dir))
-        loop = SessionLoop(self.store, self.status, settings, host, reverts)
+        loop = SessionLoop(self.store, self.status, settings, host, reverts, self.ownership)
         sessions = Sessions(self.store, loop, settings)
         host.subtasks = SubtaskRunner(sessions, loop, self.bus)
         return Project(settings, loop, sessions, Terminals(self.bus, directory))
@@ -223,9 +243,45 @@ class Runtime:
             lock.release(self.settings.data_dir)
             raise
         self.started = True
+        self._share_sessions()
         # Everything loaded so far lives as long as the process: keep it out of the
         # cyclic collector's scans, whose full passes otherwise show up as latency spikes.
         gc.freeze()
+
+    def _share_sessions(self) -> None:
+        """With servers sharing the database: leases decide which one runs a session;
+        every prompt stored (by any of them) reaches the one that runs it."""
+        if not self.settings.database_url:
+            return
+        from partwire.storage.postgres import PgLeases, PostgresStore
+
+        assert isinstance(self.store, PostgresStore)
+        owner = f"{self.store.server_id}:{self.instance_id}"
+        self.ownership.leases = PgLeases(self.store.url, owner)
+        self.ownership.bus = self.bus
+        self.spawn(self.ownership.keep(self._take_over), name="session leases")
+        self.spawn(self._follow_prompts(), name="prompts from every server")
+
+    async def _loop_of(self, session_id: str) -> SessionLoop:
+        return self.project_of(await self.store.get_session(session_id)).loop
+
+    async def _take_over(self, session_id: str) -> None:
+        await (await self._loop_of(session_id)).take_over(session_id)
+
+    async def _follow_prompts(self) -> None:
+        subscription = self.bus.subscribe_all()
+        try:
+            while (event := await subscription.get()) is not None:
+                info = getattr(event.properties, "info", None)
+                if event.type == "message.updated" and getattr(info, "role", None) == "user":
+                    session_id = event.session_id
+                    assert session_id is not None
+                    self.spawn(self._answer(session_id), name=f"answer {session_id}")
+        finally:
+            subscription.close()
+
+    async def _answer(self, session_id: str) -> None:
+        await (await self._loop_of(session_id)).answer_waiting(session_id)
 
     def warm_up(self) -> None:
         """Once the port is bound: load the configured providers' SDKs on a worker thread,
@@ -286,6 +342,9 @@ class Runtime:
         await self.shutdown_sessions()
         for close in self.closers:
             await close()
+        leases = self.ownership.leases
+        if leases is not None and hasattr(leases, "close"):
+            await asyncio.to_thread(leases.close)
         await self.store.close()
         if self.started:
             self.started = False

@@ -50,6 +50,7 @@ from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
+from partwire.session.ownership import Ownership
 from partwire.session.processor import Processor, message_event, now_ms
 from partwire.session.prompt import (
     UNTITLED_PREFIX,
@@ -107,8 +108,10 @@ class SessionLoop:
         settings: Settings,
         host: ToolHost,
         reverts: Reverts,
+        ownership: Ownership | None = None,
     ) -> None:
         self.store = store
+        self.ownership = ownership or Ownership()
         self.status = status
         self.settings = settings
         self.host = host
@@ -156,7 +159,54 @@ class SessionLoop:
     ) -> asyncio.Future[AssistantWithParts]:
         assert not body.no_reply, "a noReply prompt goes through add_without_reply"
         await self._store_prompt(session_id, body)
+        if not self.is_busy(session_id) and not await self.ownership.acquire(session_id):
+            return self._answered_elsewhere(session_id)  # another server runs the session
         return self._wake(session_id)
+
+    def _answered_elsewhere(self, session_id: str) -> asyncio.Future[AssistantWithParts]:
+        """The answer of the server that runs the session: its last assistant message
+        once the session goes idle (every server sees every server's events)."""
+        assert self.ownership.bus is not None
+        subscription = self.ownership.bus.subscribe_all()
+
+        async def answer() -> AssistantWithParts:
+            try:
+                while (event := await subscription.get()) is not None:
+                    if event.type == "session.idle" and event.session_id == session_id:
+                        break
+            finally:
+                subscription.close()
+            last = _last_assistant(await self.store.list_messages(session_id))
+            if last is None:
+                raise NotFoundError("Message", f"the answer in session {session_id}")
+            found = await self.store.get_message(session_id, last.id)
+            return AssistantWithParts.model_validate(found.model_dump())
+
+        return asyncio.ensure_future(answer())
+
+    async def answer_waiting(self, session_id: str) -> None:
+        """A prompt was stored for the session (here or on another server): the run
+        going here takes it up, or, when no server runs the session, this one answers."""
+        run = self._runs.get(session_id)
+        if run is not None:
+            run.wakeups += 1  # decide again: a run that just answered finds nothing new
+            return
+        if await self.ownership.acquire(session_id):
+            await self._answer_or_release(session_id)
+
+    async def take_over(self, session_id: str) -> None:
+        """The server that ran the session is gone (this one holds its lease now): finish
+        what it left, then answer any prompt still waiting."""
+        await self.store.recover_session(session_id)
+        await self._answer_or_release(session_id)
+
+    async def _answer_or_release(self, session_id: str) -> None:
+        history = await self.store.list_messages(session_id)
+        user = _last_user(history, self._no_reply)
+        if session_id not in self._runs and user is not None and not _answered(history, user):
+            self._wake(session_id).add_done_callback(leave_running)
+        else:
+            await self.ownership.release(session_id, lambda: session_id in self._runs)
 
     async def add_without_reply(self, session_id: str, body: PromptInput) -> MessageWithParts:
         """Store a prompt as context only (``noReply``): the model is not called for it."""
@@ -307,6 +357,10 @@ class SessionLoop:
             except Exception as exc:  # e.g. a full disk: the waiters must still be released
                 log.exception("session %s: could not publish idle", session_id)
                 failure = failure or exc
+            try:  # once idle is logged: the next server to run it starts after that
+                await self.ownership.release(session_id, lambda: session_id in self._runs)
+            except Exception:  # the lease runs out by itself: another server takes it then
+                log.exception("session %s: could not give its lease back", session_id)
             for waiter in run.waiters:
                 if waiter.done():
                     continue

@@ -53,6 +53,10 @@ class Store(Protocol):
         """Log and publish events that change no row (status, idle)."""
         ...
 
+    async def recover_session(self, session_id: str) -> None:
+        """Finish what another server left unfinished in this session (it is gone)."""
+        ...
+
     async def ids_in_use(self, message_ids: list[str], part_ids: list[str]) -> set[str]:
         """Which of these ids name a stored message or part (of any session)."""
         ...

@@ -19,6 +19,7 @@ import functools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,9 +31,9 @@ from partwire.errors import StorageError
 from partwire.schema.event import Event, parse_event
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.migrations import LATEST_VERSION, migrate
-from partwire.storage.recovery import recover
+from partwire.storage.recovery import recover_into
 from partwire.storage.sqlite import SqliteStore
-from partwire.storage.writer import IdTakenError, Write, Writer
+from partwire.storage.writer import IdTakenError, Write, WriteContext, Writer
 
 if TYPE_CHECKING:
     import psycopg
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 # Held by a writer from the first statement of its transaction to its commit: one server
 # appends to the log at a time, so the log's order is the order of commits ("pw", then 2).
 APPEND_LOCK = 0x707702
+SETUP_LOCK = 0x707703  # one server migrates at a time
 CHANNEL = "partwire_log"  # NOTIFY'd by every commit; each server's tail LISTENs
 TAIL_PAGE = 2_000
 TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
@@ -143,8 +145,11 @@ def schema_version(conn: PgConnection) -> int:
 class PostgresStore(SqliteStore):
     """The store on Postgres; see the module's docstring."""
 
-    def __init__(self, url: str, bus: Bus, *, retain_events: int = 200_000) -> None:
+    def __init__(
+        self, url: str, bus: Bus, *, retain_events: int = 200_000, server_id: str = "server"
+    ) -> None:
         self.url = url
+        self.server_id = server_id  # this data dir's server, whichever process serves it
         self.where = redacted(url)
         self._tail: _Tail | None = None
         self._published = 0  # the newest log row published on this server's bus
@@ -167,25 +172,39 @@ class PostgresStore(SqliteStore):
         try:
             conn = connect(self.url)
             try:
-                version = schema_version(conn)
-                conn.raw.commit()
-                if version > LATEST_VERSION:
-                    raise StorageError(
-                        f"the database {self.where} has schema version {version}, newer than "
-                        f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
-                    )
-                with conn:
-                    for statement in _SQLITE_FUNCTIONS:
-                        conn.execute(statement)
-                migrate(conn)
-                row = conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()
-                last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0]
-                conn.raw.commit()
-                return int(row[0]), recover(conn, int(row[0]), int(last))
+                return self._set_up(conn)
             finally:
                 conn.close()
         except psycopg.Error as exc:
             raise self._explain(exc) from None
+
+    def _set_up(self, conn: PgConnection) -> tuple[int, int]:
+        """Migrate (one server at a time), then recover what no live server is running."""
+        with conn:
+            conn.execute("SELECT pg_advisory_lock(?)", (SETUP_LOCK,))
+        try:
+            version = schema_version(conn)
+            conn.raw.commit()
+            if version > LATEST_VERSION:
+                raise StorageError(
+                    f"the database {self.where} has schema version {version}, newer than "
+                    f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
+                )
+            with conn:
+                for statement in (*_SQLITE_FUNCTIONS, LEASE_TABLE):
+                    conn.execute(statement)
+            migrate(conn)
+        finally:
+            with conn:
+                conn.execute("SELECT pg_advisory_unlock(?)", (SETUP_LOCK,))
+        row = conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()
+        epoch = int(row[0])
+        log_order = _SharedLog()
+        with conn:
+            ctx = WriteContext(conn, epoch, log_order.begin(conn))
+            recover_into(ctx, skip=frozenset(others_live_leases(conn, self.server_id)))
+            log_order.end(conn)
+        return epoch, ctx.last_seq
 
     async def open(self) -> None:
         await super().open()
@@ -247,6 +266,83 @@ class PostgresStore(SqliteStore):
         if isinstance(exc, IdTakenError) or not isinstance(exc, psycopg.Error | OSError):
             return exc
         return self._explain(exc)
+
+
+# Which server runs which session: a row per session while a server runs it, renewed
+# while it runs; a row past its expiry belongs to a server that is gone.
+LEASE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS session_lease "
+    "(session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms BIGINT NOT NULL)"
+)
+LEASE_S = 6.0  # renewed every LEASE_S / 3 while held: a dead server's sessions move on
+# within LEASE_S plus one sweep
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+def others_live_leases(conn: Conn, server_id: str) -> list[str]:
+    """The sessions other servers run now. This server's own leases (from before a
+    restart: it holds its data dir, so no other process of it is alive) are dropped."""
+    mine = f"{server_id}:%"
+    conn.execute("DELETE FROM session_lease WHERE owner LIKE ?", (mine,))
+    rows = conn.execute(
+        "SELECT session_id FROM session_lease WHERE expires_ms > ? AND owner NOT LIKE ?",
+        (_ms(), mine),
+    )
+    return [row[0] for row in rows.fetchall()]
+
+
+class PgLeases:
+    """Session leases in the database, one autocommit connection (used from worker
+    threads, one statement at a time)."""
+
+    def __init__(self, url: str, owner: str) -> None:
+        self.url = url
+        self.owner = owner
+        self._conn: PgConnection | None = None
+        self._lock = threading.Lock()
+
+    def _execute(self, sql: str, parameters: Sequence[Any]) -> Cursor:
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect(self.url, autocommit=True)
+            return self._conn.execute(sql, parameters)
+
+    async def acquire(self, session_id: str) -> bool:
+        """Take the session's lease unless a live server holds it (ours is renewed)."""
+        now = _ms()
+        sql = (
+            "INSERT INTO session_lease (session_id, owner, expires_ms) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+            "expires_ms = excluded.expires_ms "
+            "WHERE session_lease.owner = excluded.owner OR session_lease.expires_ms < ?"
+        )
+        params = (session_id, self.owner, now + int(LEASE_S * 1000), now)
+        cursor = await asyncio.to_thread(self._execute, sql, params)
+        return cursor.rowcount == 1
+
+    async def renew(self, session_ids: list[str]) -> None:
+        if session_ids:
+            sql = "UPDATE session_lease SET expires_ms = ? WHERE owner = ? AND session_id = ANY(?)"
+            params = (_ms() + int(LEASE_S * 1000), self.owner, session_ids)
+            await asyncio.to_thread(self._execute, sql, params)
+
+    async def release(self, session_id: str) -> None:
+        sql = "DELETE FROM session_lease WHERE session_id = ? AND owner = ?"
+        await asyncio.to_thread(self._execute, sql, (session_id, self.owner))
+
+    async def expired(self) -> list[str]:
+        sql = "SELECT session_id FROM session_lease WHERE expires_ms < ?"
+        cursor = await asyncio.to_thread(self._execute, sql, (_ms(),))
+        return [row[0] for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
 
 class _SharedLog:

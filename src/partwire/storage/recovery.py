@@ -36,7 +36,7 @@ from partwire.schema.tool_state import FinishedTime, ToolStateError
 from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
-from partwire.storage.writer import WriteContext
+from partwire.storage.writer import Write, WriteContext
 
 INTERRUPTED = "Interrupted: the server stopped before this finished."
 TOOL_INTERRUPTED = (
@@ -65,47 +65,74 @@ def _close_part(part: Part, now: int) -> Part | None:
 def recover(conn: Conn, epoch: int, last_seq: int) -> int:
     """Finish what a crash interrupted; returns the newest event's sequence number after."""
     ctx = WriteContext(conn, epoch, last_seq)
-    now = _now()
     with conn:
-        rows = conn.execute(
-            "SELECT id, data, delta_seq FROM part WHERE delta_seq IS NOT NULL "
-            'OR data LIKE \'%"status":"pending"%\' OR data LIKE \'%"status":"running"%\''
-        ).fetchall()
-        for part_id, data, delta_seq in rows:
-            part = materialize(conn, part_id, data, delta_seq)
-            closed = _close_part(part, now) or part
-            conn.execute(
-                "UPDATE part SET data = ?, delta_seq = NULL WHERE id = ?",
-                (closed.wire_json(), part_id),
-            )
-            if closed is not part:
-                ctx.log(
-                    MessagePartUpdated(
-                        PartUpdatedProps(session_id=closed.session_id, part=closed, time=now)
-                    )
-                )
-        for message_id, data in conn.execute(
-            'SELECT id, data FROM message WHERE data LIKE \'%"role":"assistant"%\' '
-            "AND data NOT LIKE '%\"completed\":%'"
-        ).fetchall():
-            message = message_adapter.validate_json(data)
-            if not isinstance(message, AssistantMessage) or message.time.completed is not None:
-                continue
-            finished = message.model_copy(
-                update={
-                    "error": aborted_error(INTERRUPTED),
-                    "time": message.time.model_copy(update={"completed": now}),
-                }
-            )
-            conn.execute(
-                "UPDATE message SET data = ? WHERE id = ?", (finished.wire_json(), message_id)
-            )
-            ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
-        ctx.insert_rows()  # the closers read the log
-        for draft in _lifecycle_closers(conn):
-            ctx.log(draft)
-        ctx.insert_rows()
+        recover_into(ctx)
     return ctx.last_seq
+
+
+def recover_into(
+    ctx: WriteContext, only: str | None = None, skip: frozenset[str] = frozenset()
+) -> None:
+    """Recovery's changes in ``ctx``'s open transaction: for every session, or ``only``
+    one, never those in ``skip`` (sessions another server is running)."""
+
+    def wanted(session_id: str) -> bool:
+        return (only is None or session_id == only) and session_id not in skip
+
+    conn, now = ctx.conn, _now()
+    rows = conn.execute(
+        "SELECT id, data, delta_seq, session_id FROM part WHERE delta_seq IS NOT NULL "
+        'OR data LIKE \'%"status":"pending"%\' OR data LIKE \'%"status":"running"%\''
+    ).fetchall()
+    for part_id, data, delta_seq, session_id in rows:
+        if not wanted(session_id):
+            continue
+        part = materialize(conn, part_id, data, delta_seq)
+        closed = _close_part(part, now) or part
+        conn.execute(
+            "UPDATE part SET data = ?, delta_seq = NULL WHERE id = ?",
+            (closed.wire_json(), part_id),
+        )
+        if closed is not part:
+            ctx.log(
+                MessagePartUpdated(
+                    PartUpdatedProps(session_id=closed.session_id, part=closed, time=now)
+                )
+            )
+    for message_id, data, session_id in conn.execute(
+        'SELECT id, data, session_id FROM message WHERE data LIKE \'%"role":"assistant"%\' '
+        "AND data NOT LIKE '%\"completed\":%'"
+    ).fetchall():
+        if not wanted(session_id):
+            continue
+        message = message_adapter.validate_json(data)
+        if not isinstance(message, AssistantMessage) or message.time.completed is not None:
+            continue
+        finished = message.model_copy(
+            update={
+                "error": aborted_error(INTERRUPTED),
+                "time": message.time.model_copy(update={"completed": now}),
+            }
+        )
+        conn.execute("UPDATE message SET data = ? WHERE id = ?", (finished.wire_json(), message_id))
+        ctx.log(MessageUpdated(MessageInfoProps(session_id=finished.session_id, info=finished)))
+    ctx.insert_rows()  # the closers read the log
+    for draft in _lifecycle_closers(conn):
+        if draft.session_id is None or wanted(draft.session_id):
+            ctx.log(draft)
+    ctx.insert_rows()
+
+
+class SessionRecovery(Write):
+    """Recovery of one session, as a write: another server that ran it is gone (its lease
+    expired), and this one finishes what it left, as a restart would."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+    def apply(self, ctx: WriteContext) -> None:
+        recover_into(ctx, only=self.session_id)
 
 
 def _lifecycle_closers(conn: Conn) -> list[Draft]:

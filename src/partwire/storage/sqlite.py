@@ -39,7 +39,7 @@ from partwire.storage.health import (
 )
 from partwire.storage.migrations import LATEST_VERSION, migrate
 from partwire.storage.reading import load_messages
-from partwire.storage.recovery import recover
+from partwire.storage.recovery import SessionRecovery, recover
 from partwire.storage.writer import (
     DeltaAppend,
     IdTakenError,
@@ -257,6 +257,10 @@ class SqliteStore:
 
     async def publish(self, events: list[Draft]) -> None:
         await self._submit(Write(events=events))
+
+    async def recover_session(self, session_id: str) -> None:
+        """Finish what the server that ran this session left unfinished (it is gone)."""
+        await self._submit(SessionRecovery(session_id))
 
     # ---- reads ---------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """Three ``partwire serve`` processes on one Postgres database: a client of any of them
-sees every server's events, in one order, and resumes on another without a gap."""
+sees every server's events, in one order, and resumes on another without a gap; one
+server runs a session at a time; a killed server's session recovers on another."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -19,6 +21,14 @@ from tests.served import free_port
 
 @asynccontextmanager
 async def _instance(project: Path, state: Path, database_url: str) -> AsyncIterator[str]:
+    async with _process(project, state, database_url) as (url, _):
+        yield url
+
+
+@asynccontextmanager
+async def _process(
+    project: Path, state: Path, database_url: str
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     port = free_port()
     env = {
         **os.environ,
@@ -43,9 +53,10 @@ async def _instance(project: Path, state: Path, database_url: str) -> AsyncItera
                     await asyncio.sleep(0.05)
             else:
                 raise AssertionError("partwire serve did not start")
-        yield url
+        yield url, process
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.terminate()
         await process.wait()
 
 
@@ -103,3 +114,92 @@ async def test_clients_of_any_instance_see_one_stream_and_resume_anywhere(
     assert seen_on_a == sorted(seen_on_a) and len(set(seen_on_a)) == len(seen_on_a)
     assert "".join(delta for _, delta in on_a) == stored  # every delta, in order, once
     assert first_half + rest == on_a  # resumed on another instance: nothing missed or repeated
+
+
+def _owner(database: str, session_id: str) -> str:
+    """The server-id of the server whose lease runs the session now."""
+    from partwire.storage.postgres import connect
+
+    conn = connect(database, autocommit=True)
+    try:
+        sql = "SELECT owner FROM session_lease WHERE session_id = ?"
+        return str(conn.execute(sql, (session_id,)).fetchone()[0]).split(":")[0]
+    finally:
+        conn.close()
+
+
+async def test_a_killed_servers_session_recovers_on_another_within_ten_seconds(
+    project: Path, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    database = postgres.new_database()
+    async with AsyncExitStack() as stack:
+        servers = {
+            name: await stack.enter_async_context(_process(project, tmp_path / name, database))
+            for name in "ab"
+        }
+        a, b = servers["a"][0], servers["b"][0]
+        async with httpx.AsyncClient(timeout=60) as http:
+            sid = (await http.post(f"{b}/session", json={})).json()["id"]
+            seen: list[tuple[str, str]] = []
+            watching = asyncio.create_task(_deltas(a, sid, None, 100, seen))
+            await asyncio.sleep(0.3)
+            prompt = {"parts": [{"type": "text", "text": "long 5000"}]}
+            assert (await http.post(f"{b}/session/{sid}/prompt_async", json=prompt)).is_success
+            await asyncio.wait_for(watching, 60)
+            # whichever server took the prompt up (either may): kill that one
+            owner = _owner(database, sid)
+            [(dead, process)] = [
+                (name, proc)
+                for name, (_, proc) in servers.items()
+                if (tmp_path / name / "data" / "server-id").read_text().strip() == owner
+            ]
+            process.kill()  # SIGKILL: no lease given back, nothing finished
+            await process.wait()
+            alive = servers["b" if dead == "a" else "a"][0]
+            killed = asyncio.get_running_loop().time()
+            while True:
+                messages = (await http.get(f"{alive}/session/{sid}/message")).json()
+                if "error" in messages[-1]["info"]:
+                    break
+                assert asyncio.get_running_loop().time() - killed < 10, "not recovered in 10 s"
+                await asyncio.sleep(0.2)
+            status = (await http.get(f"{alive}/session/status")).json()
+
+    assistant = messages[-1]
+    assert assistant["info"]["error"]["name"] == "MessageAbortedError"
+    text = next(p for p in assistant["parts"] if p["type"] == "text")
+    assert text["text"].startswith("".join(delta for _, delta in seen)), "a seen delta was lost"
+    assert "end" in text["time"] and status == {}
+
+
+async def test_two_servers_prompting_one_session_never_run_it_at_once(
+    project: Path, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    database = postgres.new_database()
+    async with AsyncExitStack() as stack:
+        a, b = [
+            await stack.enter_async_context(_instance(project, tmp_path / name, database))
+            for name in "ab"
+        ]
+        async with httpx.AsyncClient(timeout=60) as http:
+            sid = (await http.post(f"{a}/session", json={})).json()["id"]
+            answers = await asyncio.gather(
+                *(
+                    http.post(
+                        f"{url}/session/{sid}/message",
+                        json={"parts": [{"type": "text", "text": f"long {n}"}]},
+                    )
+                    for url, n in ((a, 150), (b, 120), (a, 90), (b, 60))
+                )
+            )
+            messages = (await http.get(f"{b}/session/{sid}/message")).json()
+
+    assert all(answer.status_code == 200 for answer in answers), [a.text for a in answers]
+    users = [m["info"] for m in messages if m["info"]["role"] == "user"]
+    runs = [m["info"] for m in messages if m["info"]["role"] == "assistant"]
+    assert len(users) == 4 and runs and all("error" not in r for r in runs)
+    # as on one server, a run answers the newest prompt it finds (the model reads them all)
+    assert {r["parentID"] for r in runs} <= {u["id"] for u in users}
+    assert runs[-1]["parentID"] == users[-1]["id"] and "completed" in runs[-1]["time"]
+    for earlier, later in itertools.pairwise(runs):  # one run at a time
+        assert later["time"]["created"] >= earlier["time"]["completed"], (earlier, later)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from partwire import ids
 from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
@@ -32,6 +32,10 @@ from partwire.schema.session import PermissionRule
 from partwire.storage.base import Store
 
 Action = Literal["allow", "ask", "deny"]
+
+
+if TYPE_CHECKING:
+    from partwire.session.ownership import Forward
 
 
 @lru_cache(maxsize=1024)
@@ -69,6 +73,12 @@ class Permissions:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._pending: dict[str, _Pending] = {}
+        # servers sharing a database: a reply to another server's ask is sent to it
+        self.forward: Forward | None = None
+
+    def holds(self, request_id: str) -> bool:
+        """Whether the ask is this server's and still open."""
+        return request_id in self._pending
 
     def pending(self) -> list[PermissionRequest]:
         return [p.request for p in self._pending.values()]
@@ -149,6 +159,9 @@ class Permissions:
     ) -> None:
         pending = self._pending.get(request_id)
         if pending is None:
+            command = {"op": "permission.reply", "id": request_id, "reply": reply}
+            if self.forward is not None and await self.forward({**command, "message": message}):
+                return
             raise NotFoundError("Permission request", request_id)
         request = pending.request
         await self._settle(pending, reply, message)

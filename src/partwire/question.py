@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError, RejectedError
@@ -20,6 +21,10 @@ from partwire.storage.base import Store
 Answers = list[list[str]]
 
 
+if TYPE_CHECKING:
+    from partwire.session.ownership import Forward
+
+
 @dataclass
 class _Pending:
     request: QuestionRequest
@@ -30,6 +35,12 @@ class Questions:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._pending: dict[str, _Pending] = {}
+        # servers sharing a database: an answer to another server's question is sent to it
+        self.forward: Forward | None = None
+
+    def holds(self, request_id: str) -> bool:
+        """Whether the ask is this server's and still open."""
+        return request_id in self._pending
 
     def pending(self) -> list[QuestionRequest]:
         return [p.request for p in self._pending.values()]
@@ -59,6 +70,10 @@ class Questions:
         return pending
 
     async def reply(self, request_id: str, answers: Answers) -> None:
+        if request_id not in self._pending and await self._forwarded(
+            {"op": "question.reply", "id": request_id, "answers": answers}
+        ):
+            return
         pending = self._take(request_id)
         expected = len(pending.request.questions)
         if len(answers) != expected:
@@ -75,7 +90,14 @@ class Questions:
         if not pending.future.done():
             pending.future.set_result(answers)
 
+    async def _forwarded(self, command: dict[str, Any]) -> bool:
+        return self.forward is not None and await self.forward(command)
+
     async def reject(self, request_id: str) -> None:
+        if request_id not in self._pending and await self._forwarded(
+            {"op": "question.reject", "id": request_id}
+        ):
+            return
         pending = self._take(request_id)
         self._pending.pop(request_id, None)
         ref = QuestionRef(session_id=pending.request.session_id, request_id=request_id)

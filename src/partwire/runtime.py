@@ -257,10 +257,38 @@ class Runtime:
 
         assert isinstance(self.store, PostgresStore)
         owner = f"{self.store.server_id}:{self.instance_id}"
-        self.ownership.leases = PgLeases(self.store.url, owner)
+        self.ownership.leases = leases = PgLeases(self.store.url, owner)
         self.ownership.bus = self.bus
+        store = self.store
+
+        async def forward(command: dict[str, Any]) -> bool:
+            """Send to the server holding the run or the ask, if one holds it."""
+            if command["op"] == "abort":
+                held = await leases.held_elsewhere(command["session"])
+            else:
+                held = await store.ask_is_open(command["id"])
+            if held:
+                await store.send_command(command)
+            return held
+
+        self.ownership.forward = self.permissions.forward = self.questions.forward = forward
+        store.on_command(lambda command: self.spawn(self._obey(command), name="command"))
         self.spawn(self.ownership.keep(self._take_over), name="session leases")
         self.spawn(self._follow_prompts(), name="prompts from every server")
+
+    async def _obey(self, command: dict[str, Any]) -> None:
+        """Another server's command, when this one holds what it names."""
+        op, target = command["op"], command.get("id", "")
+        if op == "abort":
+            loop = await self._loop_of(command["session"])
+            if loop.is_busy(command["session"]):
+                await loop.abort(command["session"])
+        elif op == "permission.reply" and self.permissions.holds(target):
+            await self.permissions.reply(target, command["reply"], command.get("message"))
+        elif op == "question.reply" and self.questions.holds(target):
+            await self.questions.reply(target, command["answers"])
+        elif op == "question.reject" and self.questions.holds(target):
+            await self.questions.reject(target)
 
     async def _loop_of(self, session_id: str) -> SessionLoop:
         return self.project_of(await self.store.get_session(session_id)).loop

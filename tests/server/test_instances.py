@@ -203,3 +203,67 @@ async def test_two_servers_prompting_one_session_never_run_it_at_once(
     assert runs[-1]["parentID"] == users[-1]["id"] and "completed" in runs[-1]["time"]
     for earlier, later in itertools.pairwise(runs):  # one run at a time
         assert later["time"]["created"] >= earlier["time"]["completed"], (earlier, later)
+
+
+async def _first(url: str, kind: str, session_id: str) -> dict[str, object]:
+    """The properties of the first ``kind`` event of the session on GET /event."""
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=60) as http,
+        http.stream("GET", "/event") as response,
+    ):
+        async for line in response.aiter_lines():
+            if line.startswith("data:") and f'"{kind}"' in line:
+                event = json.loads(line[5:])
+                if event["type"] == kind and event["properties"].get("sessionID") == session_id:
+                    return dict(event["properties"])
+    raise AssertionError(f"no {kind}")
+
+
+async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
+    project: Path, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """A question asked by one server's run is answered through another; an abort sent
+    to a server that does not run the session stops the run where it goes."""
+    database = postgres.new_database()
+    async with AsyncExitStack() as stack:
+        servers = {
+            name: (await stack.enter_async_context(_process(project, tmp_path / name, database)))[0]
+            for name in "ab"
+        }
+        ids = {(tmp_path / name / "data" / "server-id").read_text().strip(): name for name in "ab"}
+        async with httpx.AsyncClient(timeout=60) as http:
+            sid = (await http.post(f"{servers['a']}/session", json={})).json()["id"]
+            asked = asyncio.create_task(_first(servers["a"], "question.asked", sid))
+            await asyncio.sleep(0.3)
+            prompt = {"parts": [{"type": "text", "text": "question"}]}
+            assert (
+                await http.post(f"{servers['a']}/session/{sid}/prompt_async", json=prompt)
+            ).is_success
+            request = await asyncio.wait_for(asked, 30)
+            other = servers["b" if ids[_owner(database, sid)] == "a" else "a"]
+            idle = asyncio.create_task(_first(other, "session.idle", sid))
+            await asyncio.sleep(0.3)
+            answer = {"answers": [["Blue"]]}
+            replied = await http.post(f"{other}/question/{request['id']}/reply", json=answer)
+            assert replied.status_code == 200, replied.text
+            made_up = await http.post(f"{other}/question/que_nobody/reply", json=answer)
+            assert made_up.status_code == 404  # an ask no server holds is still refused
+            await asyncio.wait_for(idle, 30)
+            messages = (await http.get(f"{other}/session/{sid}/message")).json()
+            [tool] = [p for m in messages for p in m["parts"] if p["type"] == "tool"]
+            assert tool["state"]["status"] == "completed", tool["state"]
+            assert all("error" not in m["info"] for m in messages)
+
+            prompt = {"parts": [{"type": "text", "text": "long 5000"}]}
+            assert (
+                await http.post(f"{servers['a']}/session/{sid}/prompt_async", json=prompt)
+            ).is_success
+            await asyncio.wait_for(_first(servers["b"], "message.part.delta", sid), 30)
+            other = servers["b" if ids[_owner(database, sid)] == "a" else "a"]
+            assert (await http.post(f"{other}/session/{sid}/abort")).json() is True
+            for _ in range(50):
+                messages = (await http.get(f"{other}/session/{sid}/message")).json()
+                if "error" in messages[-1]["info"]:
+                    break
+                await asyncio.sleep(0.1)
+    assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"

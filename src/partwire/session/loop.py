@@ -297,8 +297,9 @@ class SessionLoop:
 
     async def abort(self, session_id: str) -> bool:
         run = self._runs.get(session_id)
-        if run is None:
-            return False
+        if run is None:  # another server may run it
+            forward = self.ownership.forward
+            return forward is not None and await forward({"op": "abort", "session": session_id})
         run.aborted = True
         if run.on_abort is not None:  # end the external message first, then its asks
             await run.on_abort()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from partwire.bus import Bus
@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 RENEW_EVERY_S = 2.0
 SWEEP_EVERY_S = 1.0
+
+
+# Hands a command to the server that holds what it names (a run, an ask); True when some
+# server holds it (the command is sent), False when none does.
+Forward = Callable[[dict[str, Any]], Awaitable[bool]]
 
 
 class Leases(Protocol):
@@ -38,6 +43,7 @@ class Ownership:
     def __init__(self, leases: Leases | None = None, bus: Bus | None = None) -> None:
         self.leases = leases
         self.bus = bus  # where another server's answer is seen
+        self.forward: Forward | None = None  # to the server that runs a session
         self.held: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
 

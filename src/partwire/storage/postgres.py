@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import re
 import threading
@@ -30,7 +31,7 @@ from partwire.bus import Bus
 from partwire.errors import StorageError
 from partwire.schema.event import Event, parse_event
 from partwire.storage.connection import Conn, Cursor
-from partwire.storage.migrations import LATEST_VERSION, migrate
+from partwire.storage.migrations import LATEST_VERSION, LIFECYCLE, migrate
 from partwire.storage.recovery import recover_into
 from partwire.storage.sqlite import SqliteStore
 from partwire.storage.writer import IdTakenError, Write, WriteContext, Writer
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 APPEND_LOCK = 0x707702
 SETUP_LOCK = 0x707703  # one server migrates at a time
 CHANNEL = "partwire_log"  # NOTIFY'd by every commit; each server's tail LISTENs
+COMMANDS = "partwire_commands"  # a server asks the one that holds a run or an ask
 TAIL_PAGE = 2_000
 TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
 
@@ -155,6 +157,7 @@ class PostgresStore(SqliteStore):
         self._published = 0  # the newest log row published on this server's bus
         self._ours: dict[int, Event] = {}  # events this server committed, until published
         self._waiting: list[tuple[int, list[Write]]] = []  # (newest seq, batch) in order
+        self._on_command: Callable[[dict[str, Any]], object] | None = None
         super().__init__(path=None, bus=bus, retain_events=retain_events)  # type: ignore[arg-type]
 
     def _new_writer(self) -> Writer:
@@ -211,7 +214,10 @@ class PostgresStore(SqliteStore):
         self._published = self._writer.last_seq  # recovery's rows are published already
         loop = asyncio.get_running_loop()
         self._tail = _Tail(
-            self.url, self._published, lambda rows: loop.call_soon_threadsafe(self._publish, rows)
+            self.url,
+            self._published,
+            lambda rows: loop.call_soon_threadsafe(self._publish, rows),
+            lambda payload: loop.call_soon_threadsafe(self._command, payload),
         )
         self._tail.start()
 
@@ -250,6 +256,39 @@ class PostgresStore(SqliteStore):
         self.bus.publish_many(events)
         while self._waiting and self._waiting[0][0] <= self._published:
             self._settle(self._waiting.pop(0)[1])
+
+    # ---- commands between servers ---------------------------------------------------------
+
+    def on_command(self, handle: Callable[[dict[str, Any]], object]) -> None:
+        """Where another server's commands go (the runtime's)."""
+        self._on_command = handle
+
+    def _command(self, payload: str) -> None:
+        if self._on_command is not None:
+            self._on_command(json.loads(payload))
+
+    async def send_command(self, command: dict[str, Any]) -> None:
+        def send() -> None:
+            conn = connect(self.url, autocommit=True)
+            try:
+                conn.execute("SELECT pg_notify(?, ?)", (COMMANDS, json.dumps(command)))
+            finally:
+                conn.close()
+
+        await asyncio.to_thread(send)
+
+    async def ask_is_open(self, request_id: str) -> bool:
+        """Whether the log shows the permission ask or question as asked and not answered."""
+
+        def query(conn: Conn) -> bool:
+            kinds = conn.execute(
+                f"SELECT type FROM event_log WHERE type IN {LIFECYCLE} "
+                "AND instr(payload, ?) > 0 ORDER BY seq",
+                (json.dumps(request_id),),
+            ).fetchall()
+            return bool(kinds) and kinds[-1][0].endswith(".asked")
+
+        return await self._read(query)
 
     def _seq(self, event_id: str) -> int:
         seq = ids.logged_event_seq(event_id, self.epoch)
@@ -333,6 +372,12 @@ class PgLeases:
         sql = "DELETE FROM session_lease WHERE session_id = ? AND owner = ?"
         await asyncio.to_thread(self._execute, sql, (session_id, self.owner))
 
+    async def held_elsewhere(self, session_id: str) -> bool:
+        """Whether another live server runs the session."""
+        sql = "SELECT 1 FROM session_lease WHERE session_id = ? AND owner <> ? AND expires_ms > ?"
+        cursor = await asyncio.to_thread(self._execute, sql, (session_id, self.owner, _ms()))
+        return cursor.fetchone() is not None
+
     async def expired(self) -> list[str]:
         sql = "SELECT session_id FROM session_lease WHERE expires_ms < ?"
         cursor = await asyncio.to_thread(self._execute, sql, (_ms(),))
@@ -360,11 +405,16 @@ class _Tail:
     """A thread that reads the log's new rows, in order, whenever any server commits."""
 
     def __init__(
-        self, url: str, after: int, hand: Callable[[list[tuple[int, str, str]]], object]
+        self,
+        url: str,
+        after: int,
+        hand: Callable[[list[tuple[int, str, str]]], object],
+        command: Callable[[str], object],
     ) -> None:
         self.url = url
         self.after = after
         self._hand = hand
+        self._command = command
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="partwire-tail", daemon=True)
 
@@ -383,10 +433,12 @@ class _Tail:
         conn = connect(self.url, autocommit=True)
         try:
             conn.execute(f"LISTEN {CHANNEL}")
+            conn.execute(f"LISTEN {COMMANDS}")
             while not self._stopping:
                 self._drain(conn)
-                for _ in conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1):
-                    pass
+                for notice in conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1):
+                    if notice.channel == COMMANDS:
+                        self._command(notice.payload)
         except Exception:
             if not self._stopping:
                 log.exception("the event log's tail stopped")

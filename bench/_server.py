@@ -45,11 +45,14 @@ def _peak_rss_kb() -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
 
-def build(data_dir: Path, project: Path, delay_ms: float = 0) -> FastAPI:
+def build(
+    data_dir: Path, project: Path, delay_ms: float = 0, database_url: str | None = None
+) -> FastAPI:
     Processor._delta = _timed_delta  # type: ignore[method-assign]
-    settings = load_settings(
-        project_dir=project, data_dir=data_dir, env={"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
-    )
+    env = {"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
+    if database_url:
+        env["PARTWIRE_DATABASE_URL"] = database_url
+    settings = load_settings(project_dir=project, data_dir=data_dir, env=env)
     app = create_app(settings)
 
     @app.get("/bench/stats")
@@ -69,8 +72,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--project", type=Path, default=Path.cwd())
     parser.add_argument("--delay-ms", type=float, default=0, help="demo model pacing")
+    parser.add_argument("--database-url", help="a Postgres database (bench/scale.py)")
     args = parser.parse_args()
-    app = build(args.data, args.project, args.delay_ms)
+    app = build(args.data, args.project, args.delay_ms, args.database_url)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from partwire import ids
 from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
@@ -34,8 +34,9 @@ from partwire.storage.base import Store
 Action = Literal["allow", "ask", "deny"]
 
 
-if TYPE_CHECKING:
-    from partwire.session.ownership import Forward
+# Servers sharing a database: hands a command (an answer to an ask, an abort) to the
+# server that holds what it names; True when one does (the command is sent).
+Forward = Callable[[dict[str, Any]], Awaitable[bool]]
 
 
 @lru_cache(maxsize=1024)

@@ -22,7 +22,7 @@ Answers = list[list[str]]
 
 
 if TYPE_CHECKING:
-    from partwire.session.ownership import Forward
+    from partwire.permission import Forward
 
 
 @dataclass

@@ -98,3 +98,41 @@ async def test_the_sqlite_migrations_make_64_bit_sequences_in_postgres(
         conn.close()
     assert types == {"event_log": "bigint", "message": "bigint", "part": "bigint"}
     assert int(epoch) == store.epoch > 0
+
+
+async def test_a_dropped_connection_is_made_anew_and_nothing_is_lost(
+    postgres: PostgresServer,
+) -> None:
+    """The database drops every connection (a restart, a failover): the next writes,
+    reads and the published stream go on."""
+    from partwire.storage.postgres import connect
+
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    try:
+        seen = store.bus.subscribe_all()
+        await store.put_session(_session("ses_a"), [])
+        await store.list_sessions()  # a reader connection exists
+        admin = connect(url, autocommit=True)
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        admin.close()
+        await asyncio.sleep(0.2)
+        for n in range(3):  # the first may fail with the dropped connection
+            try:
+                await store.publish([SessionIdle(SessionRef(sessionID="ses_a"))])
+                break
+            except StorageError:
+                assert n == 0
+        assert [s.id for s in await store.list_sessions()] == ["ses_a"]
+        for _ in range(100):
+            if any(e.type == "session.idle" for e in seen.drain()):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the tail did not come back")
+    finally:
+        await store.close()

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from partwire.permission import Forward
 
 if TYPE_CHECKING:
     from partwire.bus import Bus
@@ -25,11 +27,6 @@ log = logging.getLogger(__name__)
 
 RENEW_EVERY_S = 2.0
 SWEEP_EVERY_S = 1.0
-
-
-# Hands a command to the server that holds what it names (a run, an ask); True when some
-# server holds it (the command is sent), False when none does.
-Forward = Callable[[dict[str, Any]], Awaitable[bool]]
 
 
 class Leases(Protocol):

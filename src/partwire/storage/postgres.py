@@ -76,13 +76,37 @@ def pg_sql(sql: str, parameters: bool = True) -> str:
 
 class PgConnection:
     """A psycopg connection with sqlite3's API (``Conn``): ``execute`` with ``?``
-    parameters, ``with conn:`` commits the statements since the last commit."""
+    parameters, ``with conn:`` commits the statements since the last commit.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    A connection the server dropped (a restart, a failover) is made anew, but only where
+    no transaction was open: at ``with conn:`` and at a reader's BEGIN, never in the
+    middle of a batch, whose writes then fail whole and are retried by their writers."""
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str, autocommit: bool) -> None:
         self.raw = conn
+        self._url, self._autocommit = url, autocommit
+
+    def _reconnect_if_dropped(self) -> None:
+        if self.raw.broken or self.raw.closed:
+            import psycopg
+
+            log.warning("the database connection was dropped; connecting again")
+            self.raw = psycopg.connect(self._url, autocommit=self._autocommit)
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        if sql.startswith("BEGIN"):  # a reader's transaction starts: nothing to lose
+            return self._begin(sql)
         return self.raw.execute(pg_sql(sql), tuple(parameters))
+
+    def _begin(self, sql: str) -> Cursor:
+        import psycopg
+
+        self._reconnect_if_dropped()
+        try:
+            return self.raw.execute(sql)
+        except psycopg.OperationalError:  # dropped since its last use: once more, anew
+            self._reconnect_if_dropped()
+            return self.raw.execute(sql)
 
     def executescript(self, sql_script: str, /) -> Cursor:
         """Several statements, no parameters (Postgres runs them as one simple query)."""
@@ -97,6 +121,7 @@ class PgConnection:
         self.raw.close()
 
     def __enter__(self) -> PgConnection:
+        self._reconnect_if_dropped()
         return self
 
     def __exit__(
@@ -108,7 +133,7 @@ class PgConnection:
     ) -> None:
         if kind is None:
             self.raw.commit()
-        else:
+        elif not self.raw.broken:  # a dropped connection has rolled back already
             self.raw.rollback()
 
 
@@ -125,7 +150,7 @@ def redacted(url: str) -> str:
 def connect(url: str, *, autocommit: bool = False) -> PgConnection:
     import psycopg
 
-    return PgConnection(psycopg.connect(url, autocommit=autocommit))
+    return PgConnection(psycopg.connect(url, autocommit=autocommit), url, autocommit)
 
 
 # SQLite's functions that the store's SQL and migrations use, made in Postgres first
@@ -226,6 +251,9 @@ class PostgresStore(SqliteStore):
         if self._tail is not None:
             await asyncio.to_thread(self._tail.stop)
             self._tail = None
+        for _, batch in self._waiting:  # committed; nobody is left to publish them here
+            self._settle(batch)
+        self._waiting.clear()
 
     # ---- the log shared by every server on the database ---------------------------------
 
@@ -347,6 +375,7 @@ class PgLeases:
         with self._lock:
             if self._conn is None:
                 self._conn = connect(self.url, autocommit=True)
+            self._conn._reconnect_if_dropped()  # autocommit: no transaction to lose
             return self._conn.execute(sql, parameters)
 
     async def acquire(self, session_id: str) -> bool:
@@ -430,6 +459,16 @@ class _Tail:
         self._thread.join(TAIL_POLL_S * 5)
 
     def _run(self) -> None:
+        while not self._stopping:
+            try:
+                self._follow()
+            except Exception as exc:  # the database went away: follow again from `after`
+                if self._stopping:
+                    return
+                log.warning("the event log's tail lost its connection (%s); retrying", exc)
+                time.sleep(TAIL_POLL_S)
+
+    def _follow(self) -> None:
         conn = connect(self.url, autocommit=True)
         try:
             conn.execute(f"LISTEN {CHANNEL}")
@@ -439,9 +478,6 @@ class _Tail:
                 for notice in conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1):
                     if notice.channel == COMMANDS:
                         self._command(notice.payload)
-        except Exception:
-            if not self._stopping:
-                log.exception("the event log's tail stopped")
         finally:
             conn.close()
 

@@ -74,6 +74,15 @@ class Ownership:
             await self.leases.release(session_id)
         self._locks.pop(session_id, None)
 
+    async def _take_over(
+        self, session_id: str, take_over: Callable[[str], Awaitable[None]]
+    ) -> None:
+        try:
+            await take_over(session_id)
+        except Exception:  # e.g. the session was deleted meanwhile: do not keep its lease
+            log.exception("session %s: taking it over failed", session_id)
+            await self.release(session_id, lambda: False)
+
     async def keep(self, take_over: Callable[[str], Awaitable[None]]) -> None:
         """Renew the leases held, and take over the sessions of servers that are gone
         (``take_over`` is called holding the session's lease). Runs until cancelled."""
@@ -89,7 +98,7 @@ class Ownership:
                 for session_id in await self.leases.expired():
                     if session_id not in self.held and await self.acquire(session_id):
                         log.info("session %s: its server is gone; taking it over", session_id)
-                        await take_over(session_id)
+                        await self._take_over(session_id, take_over)
             except asyncio.CancelledError:
                 raise
             except Exception:

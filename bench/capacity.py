@@ -23,6 +23,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,15 +71,14 @@ class _EventReader:
         self.lines += lines
 
 
-async def _follow(
+async def follow(
     port: int,
-    http: httpx.AsyncClient,
-    sessions: list[str],
-    tokens: int,
+    prompts: list[tuple[str, str]],
     received: dict[str, int],
     stagger_s: float = 0.0,
 ) -> None:
-    """Read GET /event until every session has gone idle; note when each delta arrived."""
+    """Prompt each (server URL, session), at once or ``stagger_s`` apart, and read GET
+    /event on ``port`` until every session has gone idle; note when each delta arrived."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     events = _EventReader()
     try:
@@ -87,35 +88,40 @@ async def _follow(
             events.parser.feed_data(await reader.read(65536))
         events.lines.clear()
         body = {"parts": [{"type": "text", "text": "stream please"}]}
+        async with httpx.AsyncClient(timeout=120) as http:
 
-        async def prompt(session: str, delay_s: float) -> None:
-            await asyncio.sleep(delay_s)
-            await http.post(f"/session/{session}/prompt_async", json=body)
+            async def prompt(server: str, session: str, delay_s: float) -> None:
+                await asyncio.sleep(delay_s)
+                await http.post(f"{server}/session/{session}/prompt_async", json=body)
 
-        # at once (K users pressing enter together) or one every stagger_s, read meanwhile
-        prompting = asyncio.gather(*(prompt(s, i * stagger_s) for i, s in enumerate(sessions)))
-        waiting = set(sessions)
-        while waiting:
-            if prompting.done() and prompting.exception() is not None:
-                raise RuntimeError(f"a prompt failed: {prompting.exception()}")
-            data = await reader.read(262144)
-            if not data:
-                raise RuntimeError("the server closed GET /event")
-            now = time.time_ns()
-            events.parser.feed_data(data)
-            for line in events.lines:
-                if b'"message.part.delta"' in line:
-                    received[json.loads(line[5:])["properties"]["delta"]] = now
-                elif b'"session.idle"' in line:
-                    waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
-            events.lines.clear()
-        await prompting
+            # at once (K users pressing enter together) or one every stagger_s, read meanwhile
+            prompting = asyncio.gather(
+                *(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
+            )
+            waiting = {sid for _, sid in prompts}
+            while waiting:
+                if prompting.done() and prompting.exception() is not None:
+                    raise RuntimeError(f"a prompt failed: {prompting.exception()}")
+                data = await reader.read(262144)
+                if not data:
+                    raise RuntimeError("the server closed GET /event")
+                now = time.time_ns()
+                events.parser.feed_data(data)
+                for line in events.lines:
+                    if b'"message.part.delta"' in line:
+                        received[json.loads(line[5:])["properties"]["delta"]] = now
+                    elif b'"session.idle"' in line:
+                        waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
+                events.lines.clear()
+            await prompting
     finally:
         writer.close()
 
 
-async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0) -> Step:
-    """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered)."""
+@asynccontextmanager
+async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]]:
+    """A fresh bench/_server.py (``extra`` arguments added) with the mock model as its
+    provider: its URL and pid, once it answers."""
     port = _free_port()
     config = {
         "model": "mock/paced",
@@ -128,25 +134,36 @@ async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0
         await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
         server = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "bench" / "_server.py"),
-            "--port", str(port), "--data", data, "--project", project,
+            "--port", str(port), "--data", data, "--project", project, *extra,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         )  # fmt: skip
         try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            url = f"http://127.0.0.1:{port}"
+            async with httpx.AsyncClient(base_url=url) as http:
                 await _wait_ready(http)
-                # one answer first, not measured: the provider SDK loads, connections open
-                warm = (await http.post("/session", json={})).json()["id"]
-                await _follow(port, http, [warm], tokens, {})
-                ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
-                received: dict[str, int] = {}
-                cpu_before = _cpu_s(server.pid)
-                await _follow(port, http, ids, tokens, received, stagger_s)
-                cpu = _cpu_s(server.pid) - cpu_before
-                emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
+            yield url, server.pid
         finally:
             server.terminate()
             await asyncio.wait_for(server.wait(), 10)
+
+
+async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0) -> Step:
+    """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered)."""
+    async with (
+        serving(model_port) as (url, pid),
+        httpx.AsyncClient(base_url=url, timeout=120) as http,
+    ):
+        port = int(url.rsplit(":", 1)[1])
+        # one answer first, not measured: the provider SDK loads, connections open
+        warm = (await http.post("/session", json={})).json()["id"]
+        await follow(port, [(url, warm)], {})
+        ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
+        received: dict[str, int] = {}
+        cpu_before = _cpu_s(pid)
+        await follow(port, [(url, sid) for sid in ids], received, stagger_s)
+        cpu = _cpu_s(pid) - cpu_before
+        emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
     expected = sessions * tokens
     if len(received) != expected:
         raise RuntimeError(f"expected {expected} deltas, the client read {len(received)}")

@@ -17,14 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
-import tempfile
-import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
@@ -35,96 +31,35 @@ sys.path.insert(0, str(ROOT))
 
 from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 
-from capacity import _cpu_s, _EventReader  # noqa: E402
-from stream import _free_port, _wait_ready, aligned  # noqa: E402
-
-
-@asynccontextmanager
-async def _server(model_port: int, database: str) -> AsyncIterator[tuple[str, int]]:
-    port = _free_port()
-    config = {
-        "model": "mock/paced",
-        "provider": {"mock": {"options": {"baseURL": f"http://127.0.0.1:{model_port}/v1"}}},
-    }
-    with (
-        tempfile.TemporaryDirectory(prefix="partwire-scale-") as data,
-        tempfile.TemporaryDirectory(prefix="partwire-scale-project-") as project,
-    ):
-        await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bench" / "_server.py"), "--port", str(port),
-            "--data", data, "--project", project, "--database-url", database,
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-        )  # fmt: skip
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-                await _wait_ready(http)
-            yield f"http://127.0.0.1:{port}", process.pid
-        finally:
-            process.terminate()
-            await asyncio.wait_for(process.wait(), 10)
-
-
-async def _follow(url: str, prompts: list[tuple[str, str]], received: dict[str, int]) -> None:
-    """Prompt every (server, session) at once; read GET /event on ``url`` until all idle."""
-    host, port = url.removeprefix("http://").split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
-    events = _EventReader()
-    try:
-        writer.write(b"GET /event HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        await writer.drain()
-        while not any(b'"server.connected"' in line for line in events.lines):
-            events.parser.feed_data(await reader.read(65536))
-        events.lines.clear()
-        body = {"parts": [{"type": "text", "text": "stream please"}]}
-        async with httpx.AsyncClient(timeout=120) as http:
-            await asyncio.gather(
-                *(
-                    http.post(f"{server}/session/{sid}/prompt_async", json=body)
-                    for server, sid in prompts
-                )
-            )
-        waiting = {sid for _, sid in prompts}
-        while waiting:
-            data = await reader.read(262144)
-            if not data:
-                raise RuntimeError("the server closed GET /event")
-            now = time.time_ns()
-            events.parser.feed_data(data)
-            for line in events.lines:
-                if b'"message.part.delta"' in line:
-                    received[json.loads(line[5:])["properties"]["delta"]] = now
-                elif b'"session.idle"' in line:
-                    waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
-            events.lines.clear()
-    finally:
-        writer.close()
+from capacity import _cpu_s, follow, serving  # noqa: E402
+from stream import _free_port, aligned  # noqa: E402
 
 
 async def run(instances: int, sessions: int, model_port: int, pg: PostgresServer) -> list[str]:
     database = pg.new_database()
     async with AsyncExitStack() as stack:
         servers = [
-            await stack.enter_async_context(_server(model_port, database)) for _ in range(instances)
+            await stack.enter_async_context(serving(model_port, "--database-url", database))
+            for _ in range(instances)
         ]
         urls = [url for url, _ in servers]
+        port = int(urls[0].rsplit(":", 1)[1])  # the followed server: it sees every server's
         async with httpx.AsyncClient(timeout=120) as http:
             for url in urls:  # one answer each first, not measured: SDKs load, pools open
                 warm = (await http.post(f"{url}/session", json={})).json()["id"]
-                await _follow(urls[0], [(url, warm)], {})
+                await follow(port, [(url, warm)], {})
             prompts = []
             for n in range(sessions):
                 url = urls[n % instances]
                 prompts.append((url, (await http.post(f"{url}/session", json={})).json()["id"]))
             received: dict[str, int] = {}
             cpu_before = sum(_cpu_s(pid) for _, pid in servers)
-            await _follow(urls[0], prompts, received)
+            await follow(port, prompts, received)
             cpu = sum(_cpu_s(pid) for _, pid in servers) - cpu_before
             emits: dict[str, int] = {}
             for url in urls:
-                emits |= (await http.get(f"{url}/bench/stats", params={"emits": "true"})).json()[
-                    "emits"
-                ]
+                stats = await http.get(f"{url}/bench/stats", params={"emits": "true"})
+                emits |= stats.json()["emits"]
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
     return [

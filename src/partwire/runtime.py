@@ -300,8 +300,9 @@ class Runtime:
         subscription = self.bus.subscribe_all()
         try:
             while (event := await subscription.get()) is not None:
-                info = getattr(event.properties, "info", None)
-                if event.type == "message.updated" and getattr(info, "role", None) == "user":
+                if event.type != "message.updated":  # most are deltas: the cheap test first
+                    continue
+                if getattr(getattr(event.properties, "info", None), "role", None) == "user":
                     session_id = event.session_id
                     assert session_id is not None
                     self.spawn(self._answer(session_id), name=f"answer {session_id}")

@@ -12,6 +12,7 @@ from partwire.runtime import Runtime
 from partwire.server.runner import serve_in_background
 from tests import scripted
 from tests.postgres_server import PostgresServer, server_bin
+from tests.redis_server import RedisServer, server_path
 
 
 @pytest.fixture
@@ -72,6 +73,23 @@ def postgres() -> Iterator[PostgresServer]:
             pytest.fail("Postgres is not installed (make test's system step installs it)")
         pytest.skip("Postgres is not installed (make test installs it)")
     server = PostgresServer(bindir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One throwaway Redis server for the run (``make test`` installs redis-server);
+    skipped where it is not installed, except on CI, where its cases fail."""
+    binary = server_path()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed (make test's system step installs it)")
+        pytest.skip("redis-server is not installed (make test installs it)")
+    server = RedisServer(binary)
     server.start()
     try:
         yield server

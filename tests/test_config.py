@@ -155,3 +155,17 @@ def test_a_database_url_selects_postgres_and_anything_else_is_refused(tmp_path: 
     for wrong in ("mysql://u@h/db", "sqlite:///tmp/x.db", "127.0.0.1:5432"):
         with pytest.raises(ConfigError, match="PARTWIRE_DATABASE_URL must be a postgresql://"):
             load_settings(project_dir=root, env={**env, "PARTWIRE_DATABASE_URL": wrong})
+
+
+def test_a_redis_url_needs_a_database_url_and_a_redis_scheme(tmp_path: Path) -> None:
+    root, env = _files(tmp_path, None, None)
+    database = {**env, "PARTWIRE_DATABASE_URL": "postgresql://partwire@127.0.0.1:5432/pw"}
+    assert load_settings(project_dir=root, env=database).redis_url is None
+    redis = "redis://127.0.0.1:6379/0"
+    chosen = load_settings(project_dir=root, env={**database, "PARTWIRE_REDIS_URL": redis})
+    assert chosen.redis_url == redis
+    with pytest.raises(ConfigError, match="set PARTWIRE_DATABASE_URL too"):
+        load_settings(project_dir=root, env={**env, "PARTWIRE_REDIS_URL": redis})
+    for wrong in ("http://127.0.0.1:6379", "127.0.0.1:6379"):
+        with pytest.raises(ConfigError, match="PARTWIRE_REDIS_URL must be a redis://"):
+            load_settings(project_dir=root, env={**database, "PARTWIRE_REDIS_URL": wrong})

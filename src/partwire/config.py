@@ -94,6 +94,8 @@ class Settings:
     subscriber_queue: int = 10_000
     # PARTWIRE_DATABASE_URL: a Postgres database instead of the data dir's SQLite file
     database_url: str | None = field(default=None, repr=False)
+    # PARTWIRE_REDIS_URL: events reach the other servers on the database through Redis
+    redis_url: str | None = field(default=None, repr=False)
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""
@@ -132,6 +134,23 @@ def _database_url(env: dict[str, str]) -> str | None:
         raise ConfigError(
             f"PARTWIRE_DATABASE_URL must be a postgresql:// URL (got {scheme!r}); "
             "unset it to use the SQLite file in the data dir"
+        )
+    return raw
+
+
+def _redis_url(env: dict[str, str], database_url: str | None) -> str | None:
+    raw = env.get("PARTWIRE_REDIS_URL") or None
+    if raw is None:
+        return None
+    if not raw.startswith(("redis://", "rediss://", "unix://")):
+        scheme = raw.split("://", 1)[0] if "://" in raw else raw[:20]
+        raise ConfigError(
+            f"PARTWIRE_REDIS_URL must be a redis://, rediss:// or unix:// URL (got {scheme!r})"
+        )
+    if database_url is None:
+        raise ConfigError(
+            "PARTWIRE_REDIS_URL carries events between servers that share one Postgres "
+            "database: set PARTWIRE_DATABASE_URL too, or unset PARTWIRE_REDIS_URL"
         )
     return raw
 
@@ -379,6 +398,7 @@ def load_settings(
     )
     stored = keys.stored(resolved_data.expanduser().resolve())
     providers = _providers(config, source, project_layer, user_layer, stored)
+    database_url = _database_url(source)
     return Settings(
         data_dir=resolved_data.expanduser().resolve(),
         project_dir=project,
@@ -396,7 +416,8 @@ def load_settings(
         server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
         cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
         allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
-        database_url=_database_url(source),
+        database_url=database_url,
+        redis_url=_redis_url(source, database_url),
     )
 
 

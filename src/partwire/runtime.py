@@ -101,6 +101,7 @@ def _store(settings: Settings, bus: Bus) -> SqliteStore:
             bus,
             retain_events=settings.event_log_retain,
             server_id=_server_id(settings.data_dir),
+            redis_url=settings.redis_url,
         )
     return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
 

@@ -1,6 +1,7 @@
 """Three ``partwire serve`` processes on one Postgres database: a client of any of them
 sees every server's events, in one order, and resumes on another without a gap; one
-server runs a session at a time; a killed server's session recovers on another."""
+server runs a session at a time; a killed server's session recovers on another. Each
+case runs with events shared through Postgres' NOTIFY and through Redis."""
 
 from __future__ import annotations
 
@@ -14,20 +15,30 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.postgres_server import PostgresServer
 from tests.served import free_port
 
 
+@pytest.fixture(params=["notify", "redis"])
+def shared(request: pytest.FixtureRequest, postgres: PostgresServer) -> dict[str, str]:
+    """What the servers share: a new database, and Redis for the events or not."""
+    env = {"PARTWIRE_DATABASE_URL": postgres.new_database()}
+    if request.param == "redis":
+        env["PARTWIRE_REDIS_URL"] = request.getfixturevalue("redis_server").url()
+    return env
+
+
 @asynccontextmanager
-async def _instance(project: Path, state: Path, database_url: str) -> AsyncIterator[str]:
-    async with _process(project, state, database_url) as (url, _):
+async def _instance(project: Path, state: Path, shared: dict[str, str]) -> AsyncIterator[str]:
+    async with _process(project, state, shared) as (url, _):
         yield url
 
 
 @asynccontextmanager
 async def _process(
-    project: Path, state: Path, database_url: str
+    project: Path, state: Path, shared: dict[str, str]
 ) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     port = free_port()
     env = {
@@ -35,7 +46,7 @@ async def _process(
         "PARTWIRE_DATA_DIR": str(state / "data"),
         "PARTWIRE_CONFIG_DIR": str(state / "config"),
         "PARTWIRE_DEMO_DELAY_MS": "3",
-        "PARTWIRE_DATABASE_URL": database_url,
+        **shared,
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "partwire", "serve", "--port", str(port),
@@ -83,12 +94,11 @@ async def _deltas(
 
 
 async def test_clients_of_any_instance_see_one_stream_and_resume_anywhere(
-    project: Path, tmp_path: Path, postgres: PostgresServer
+    project: Path, tmp_path: Path, shared: dict[str, str]
 ) -> None:
-    database = postgres.new_database()
     async with AsyncExitStack() as stack:
         a, b, c = [
-            await stack.enter_async_context(_instance(project, tmp_path / name, database))
+            await stack.enter_async_context(_instance(project, tmp_path / name, shared))
             for name in "abc"
         ]
         words = 300
@@ -114,6 +124,28 @@ async def test_clients_of_any_instance_see_one_stream_and_resume_anywhere(
     assert seen_on_a == sorted(seen_on_a) and len(set(seen_on_a)) == len(seen_on_a)
     assert "".join(delta for _, delta in on_a) == stored  # every delta, in order, once
     assert first_half + rest == on_a  # resumed on another instance: nothing missed or repeated
+    if "PARTWIRE_REDIS_URL" in shared:  # the deltas travelled through Redis
+        assert _appended_deltas(shared, sid) == [delta for _, delta in on_a]
+
+
+def _appended_deltas(shared: dict[str, str], session_id: str) -> list[str]:
+    """The session's text deltas in the Redis stream of the database's log, in order."""
+    from partwire.storage import redis_log
+    from partwire.storage.postgres import connect
+
+    conn = connect(shared["PARTWIRE_DATABASE_URL"], autocommit=True)
+    try:
+        epoch = int(conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0])
+    finally:
+        conn.close()
+    stream = redis_log.client(shared["PARTWIRE_REDIS_URL"])
+    try:
+        found = stream.xrange(redis_log.Keys(epoch).log)
+    finally:
+        stream.close()
+    rows = sorted(row for _, fields in found for row in redis_log.rows_of(fields))  # type: ignore[union-attr]
+    deltas = [json.loads(payload) for _, kind, payload in rows if kind == "message.part.delta"]
+    return [d["delta"] for d in deltas if d["sessionID"] == session_id]
 
 
 def _owner(database: str, session_id: str) -> str:
@@ -129,12 +161,12 @@ def _owner(database: str, session_id: str) -> str:
 
 
 async def test_a_killed_servers_session_recovers_on_another_within_ten_seconds(
-    project: Path, tmp_path: Path, postgres: PostgresServer
+    project: Path, tmp_path: Path, shared: dict[str, str]
 ) -> None:
-    database = postgres.new_database()
+    database = shared["PARTWIRE_DATABASE_URL"]
     async with AsyncExitStack() as stack:
         servers = {
-            name: await stack.enter_async_context(_process(project, tmp_path / name, database))
+            name: await stack.enter_async_context(_process(project, tmp_path / name, shared))
             for name in "ab"
         }
         a, b = servers["a"][0], servers["b"][0]
@@ -173,12 +205,11 @@ async def test_a_killed_servers_session_recovers_on_another_within_ten_seconds(
 
 
 async def test_two_servers_prompting_one_session_never_run_it_at_once(
-    project: Path, tmp_path: Path, postgres: PostgresServer
+    project: Path, tmp_path: Path, shared: dict[str, str]
 ) -> None:
-    database = postgres.new_database()
     async with AsyncExitStack() as stack:
         a, b = [
-            await stack.enter_async_context(_instance(project, tmp_path / name, database))
+            await stack.enter_async_context(_instance(project, tmp_path / name, shared))
             for name in "ab"
         ]
         async with httpx.AsyncClient(timeout=60) as http:
@@ -220,14 +251,14 @@ async def _first(url: str, kind: str, session_id: str) -> dict[str, object]:
 
 
 async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
-    project: Path, tmp_path: Path, postgres: PostgresServer
+    project: Path, tmp_path: Path, shared: dict[str, str]
 ) -> None:
     """A question asked by one server's run is answered through another; an abort sent
     to a server that does not run the session stops the run where it goes."""
-    database = postgres.new_database()
+    database = shared["PARTWIRE_DATABASE_URL"]
     async with AsyncExitStack() as stack:
         servers = {
-            name: (await stack.enter_async_context(_process(project, tmp_path / name, database)))[0]
+            name: (await stack.enter_async_context(_process(project, tmp_path / name, shared)))[0]
             for name in "ab"
         }
         ids = {(tmp_path / name / "data" / "server-id").read_text().strip(): name for name in "ab"}

@@ -15,13 +15,17 @@ from tests.postgres_server import PostgresServer
 from tests.storage.test_sqlite import _session
 
 
+@pytest.mark.parametrize("fanout", ["notify", "redis"])
 async def test_servers_sharing_a_database_see_one_log_in_one_order(
-    postgres: PostgresServer,
+    postgres: PostgresServer, fanout: str, request: pytest.FixtureRequest
 ) -> None:
     """Two stores on one database (two servers): every event either commits reaches both
-    buses, in the same order, with the same strictly increasing ids."""
+    buses, in the same order, with the same strictly increasing ids, whether the servers
+    learn of each other's commits by NOTIFY or through Redis."""
     url = postgres.new_database()
-    first, second = PostgresStore(url, Bus()), PostgresStore(url, Bus())
+    redis_url = request.getfixturevalue("redis_server").url() if fanout == "redis" else None
+    first = PostgresStore(url, Bus(), redis_url=redis_url)
+    second = PostgresStore(url, Bus(), redis_url=redis_url)
     await first.open()
     await second.open()
     try:

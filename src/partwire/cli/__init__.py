@@ -233,7 +233,8 @@ def _database(settings: Settings) -> str:
     if settings.database_url:
         from partwire.storage.postgres import redacted
 
-        return redacted(settings.database_url)
+        events = f", events via Redis {redacted(settings.redis_url)}" if settings.redis_url else ""
+        return redacted(settings.database_url) + events
     return str(settings.database_path)
 
 

@@ -6,9 +6,10 @@ group-commits (psycopg's blocking calls run there and on the readers' worker thr
 never on the event loop), and the same SQL, migrations included, runs through
 ``PgConnection``, which speaks sqlite3's API and SQLite's dialect (``pg_sql``).
 
-One server per database for now: the store holds a session-level advisory lock for as
-long as it is open, and a second server on the same database is refused with a clear
-error. Several instances sharing one database (leases, fan-out) come next (issue 17).
+Several servers share one database: their writers append to one log under one lock, and
+each server publishes every server's events in the log's order, told of new rows by
+Postgres' NOTIFY or, with ``PARTWIRE_REDIS_URL``, read from a Redis stream
+(``storage/redis_log.py``). Leases say which server runs which session (``PgLeases``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from partwire.schema.event import Event, parse_event
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.migrations import LATEST_VERSION, LIFECYCLE, migrate
 from partwire.storage.recovery import recover_into
+from partwire.storage.redis_log import Appender, Keys, Reader
 from partwire.storage.sqlite import SqliteStore
 from partwire.storage.writer import IdTakenError, Write, WriteContext, Writer
 
@@ -143,7 +145,7 @@ def redacted(url: str) -> str:
     if parts.password is None:
         return url
     host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
 
@@ -173,12 +175,20 @@ class PostgresStore(SqliteStore):
     """The store on Postgres; see the module's docstring."""
 
     def __init__(
-        self, url: str, bus: Bus, *, retain_events: int = 200_000, server_id: str = "server"
+        self,
+        url: str,
+        bus: Bus,
+        *,
+        retain_events: int = 200_000,
+        server_id: str = "server",
+        redis_url: str | None = None,
     ) -> None:
         self.url = url
         self.server_id = server_id  # this data dir's server, whichever process serves it
         self.where = redacted(url)
-        self._tail: _Tail | None = None
+        self.redis_url = redis_url  # events travel through Redis rather than NOTIFY
+        self._appender = Appender(redis_url) if redis_url else None
+        self._tail: _Tail | Reader | None = None
         self._published = 0  # the newest log row published on this server's bus
         self._ours: dict[int, Event] = {}  # events this server committed, until published
         self._waiting: list[tuple[int, list[Write]]] = []  # (newest seq, batch) in order
@@ -186,7 +196,9 @@ class PostgresStore(SqliteStore):
         super().__init__(path=None, bus=bus, retain_events=retain_events)  # type: ignore[arg-type]
 
     def _new_writer(self) -> Writer:
-        return Writer(lambda: connect(self.url), self._storage_error, sequencer=_SharedLog())
+        return Writer(
+            lambda: connect(self.url), self._storage_error, sequencer=_SharedLog(self._appender)
+        )
 
     def _connect_reader(self) -> Conn:
         return connect(self.url, autocommit=True)
@@ -227,23 +239,38 @@ class PostgresStore(SqliteStore):
                 conn.execute("SELECT pg_advisory_unlock(?)", (SETUP_LOCK,))
         row = conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()
         epoch = int(row[0])
-        log_order = _SharedLog()
+        if self._appender is not None:
+            self._appender.bind(epoch)
+        log_order = _SharedLog(self._appender)
         with conn:
             ctx = WriteContext(conn, epoch, log_order.begin(conn))
             recover_into(ctx, skip=frozenset(others_live_leases(conn, self.server_id)))
             log_order.end(conn)
+        if ctx.events:
+            log_order.committed(ctx.events)
         return epoch, ctx.last_seq
 
     async def open(self) -> None:
+        if self.redis_url is not None:
+            from partwire.storage import redis_log
+
+            await asyncio.to_thread(redis_log.check, self.redis_url)
         await super().open()
         self._published = self._writer.last_seq  # recovery's rows are published already
         loop = asyncio.get_running_loop()
-        self._tail = _Tail(
-            self.url,
-            self._published,
-            lambda rows: loop.call_soon_threadsafe(self._publish, rows),
-            lambda payload: loop.call_soon_threadsafe(self._command, payload),
-        )
+
+        def hand(rows: list[tuple[int, str, str]]) -> None:
+            loop.call_soon_threadsafe(self._publish, rows)
+
+        def command(payload: str) -> None:
+            loop.call_soon_threadsafe(self._command, payload)
+
+        if self.redis_url is not None:
+            table = functools.partial(connect, self.url, autocommit=True)
+            keys = Keys(self.epoch)
+            self._tail = Reader(self.redis_url, keys, table, self._published, hand, command)
+        else:
+            self._tail = _Tail(self.url, self._published, hand, command)
         self._tail.start()
 
     async def close(self) -> None:
@@ -254,6 +281,8 @@ class PostgresStore(SqliteStore):
         for _, batch in self._waiting:  # committed; nobody is left to publish them here
             self._settle(batch)
         self._waiting.clear()
+        if self._appender is not None:
+            self._appender.close()
 
     # ---- the log shared by every server on the database ---------------------------------
 
@@ -296,6 +325,13 @@ class PostgresStore(SqliteStore):
             self._on_command(json.loads(payload))
 
     async def send_command(self, command: dict[str, Any]) -> None:
+        if self.redis_url is not None:
+            from partwire.storage import redis_log
+
+            keys = Keys(self.epoch)
+            await asyncio.to_thread(redis_log.send_command, self.redis_url, keys, command)
+            return
+
         def send() -> None:
             conn = connect(self.url, autocommit=True)
             try:
@@ -420,14 +456,23 @@ class PgLeases:
 
 
 class _SharedLog:
-    """Every server's writer appends under one transaction-level lock (the Sequencer)."""
+    """Every server's writer appends under one transaction-level lock (the Sequencer), and
+    tells the other servers: a NOTIFY, or its events appended to Redis."""
+
+    def __init__(self, appender: Appender | None = None) -> None:
+        self._appender = appender
 
     def begin(self, conn: Conn) -> int:
         conn.execute("SELECT pg_advisory_xact_lock(?)", (APPEND_LOCK,))
         return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
 
     def end(self, conn: Conn) -> None:
-        conn.execute(f"NOTIFY {CHANNEL}")  # delivered at commit, in commit order
+        if self._appender is None:
+            conn.execute(f"NOTIFY {CHANNEL}")  # delivered at commit, in commit order
+
+    def committed(self, events: list[Event]) -> None:
+        if self._appender is not None:
+            self._appender.append(events)
 
 
 class _Tail:

@@ -223,10 +223,12 @@ Deliver = Callable[[list[Write], list[Event]], None]
 class Sequencer(Protocol):
     """Where several writers share one log (Postgres, several servers): ``begin`` runs
     first in every transaction and returns the log's newest sequence number once no other
-    writer can append (its lock is held until commit), ``end`` runs last in it."""
+    writer can append (its lock is held until commit), ``end`` runs last in it, and
+    ``committed`` is told the events once they are durable (on the writer's thread)."""
 
     def begin(self, conn: Conn) -> int: ...
     def end(self, conn: Conn) -> None: ...
+    def committed(self, events: list[Event]) -> None: ...
 
 
 class Checkpointer:
@@ -431,6 +433,8 @@ class Writer:
         if any(isinstance(write, DeltaAppend) for write in batch):
             self._last_delta_commit = time.monotonic()
         self._count_pages(ctx.events)
+        if self._sequencer is not None and ctx.events:
+            self._sequencer.committed(ctx.events)
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:
             if write.future is not None:

@@ -46,12 +46,18 @@ def _peak_rss_kb() -> int:
 
 
 def build(
-    data_dir: Path, project: Path, delay_ms: float = 0, database_url: str | None = None
+    data_dir: Path,
+    project: Path,
+    delay_ms: float = 0,
+    database_url: str | None = None,
+    redis_url: str | None = None,
 ) -> FastAPI:
     Processor._delta = _timed_delta  # type: ignore[method-assign]
     env = {"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
     if database_url:
         env["PARTWIRE_DATABASE_URL"] = database_url
+    if redis_url:
+        env["PARTWIRE_REDIS_URL"] = redis_url
     settings = load_settings(project_dir=project, data_dir=data_dir, env=env)
     app = create_app(settings)
 
@@ -73,8 +79,9 @@ def main() -> None:
     parser.add_argument("--project", type=Path, default=Path.cwd())
     parser.add_argument("--delay-ms", type=float, default=0, help="demo model pacing")
     parser.add_argument("--database-url", help="a Postgres database (bench/scale.py)")
+    parser.add_argument("--redis-url", help="events between servers through Redis")
     args = parser.parse_args()
-    app = build(args.data, args.project, args.delay_ms, args.database_url)
+    app = build(args.data, args.project, args.delay_ms, args.database_url, args.redis_url)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 

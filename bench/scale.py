@@ -1,6 +1,7 @@
 """Scale-out benchmark: one server, or several sharing one Postgres database.
 
     python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 200]
+                          [--fanout notify redis]
 
 For each number of servers and of sessions: a throwaway Postgres cluster's fresh
 database, that many servers on it (bench/_server.py, the mock model of
@@ -9,8 +10,9 @@ the servers and prompted at once, each streaming ``--tokens`` tokens at ``--rate
 tokens/s. One client follows GET /event on the first server: it sees every server's
 deltas (the servers share one log), so its latency (from the processor taking a delta
 off the model stream, on whichever server, to this client reading it) includes the trip
-through Postgres. The table shows p50/p99 and the servers' CPU per 1k deltas. Needs
-Postgres installed (``make test`` installs it).
+through Postgres, or Redis with ``--fanout redis`` (a throwaway redis-server). The table
+shows p50/p99 and the servers' CPU per 1k deltas. Needs Postgres and, for Redis,
+redis-server installed (``make test`` installs both).
 """
 
 from __future__ import annotations
@@ -30,17 +32,21 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
+from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from capacity import _cpu_s, follow, serving  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
-async def run(instances: int, sessions: int, model_port: int, pg: PostgresServer) -> list[str]:
-    database = pg.new_database()
+async def run(
+    instances: int, sessions: int, model_port: int, pg: PostgresServer, redis: RedisServer | None
+) -> list[str]:
+    shared = ["--database-url", pg.new_database()]
+    if redis is not None:
+        shared += ["--redis-url", redis.url()]
     async with AsyncExitStack() as stack:
         servers = [
-            await stack.enter_async_context(serving(model_port, "--database-url", database))
-            for _ in range(instances)
+            await stack.enter_async_context(serving(model_port, *shared)) for _ in range(instances)
         ]
         urls = [url for url, _ in servers]
         port = int(urls[0].rsplit(":", 1)[1])  # the followed server: it sees every server's
@@ -63,7 +69,7 @@ async def run(instances: int, sessions: int, model_port: int, pg: PostgresServer
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
     return [
-        str(instances), str(sessions), str(len(received)),
+        "redis" if redis else "notify", str(instances), str(sessions), str(len(received)),
         f"{statistics.median(latencies):.1f}", f"{p99:.1f}", f"{cpu * 1e6 / len(received):.0f}",
     ]  # fmt: skip
 
@@ -74,28 +80,40 @@ async def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="+", default=[50, 150])
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
+    parser.add_argument(
+        "--fanout", nargs="+", choices=["notify", "redis"], default=["notify", "redis"]
+    )
     args = parser.parse_args()
-    bindir = server_bin()
+    bindir, redis_binary = server_bin(), server_path()
     if bindir is None:
         sys.exit("Postgres is not installed (make test installs it)")
+    if "redis" in args.fanout and redis_binary is None:
+        sys.exit("redis-server is not installed (make test installs it)")
     pg = PostgresServer(bindir)
     pg.start()
+    redis = RedisServer(redis_binary) if "redis" in args.fanout and redis_binary else None
+    if redis is not None:
+        redis.start()
     model_port = _free_port()
     model = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
         "--port", str(model_port), "--tokens", str(args.tokens), "--rate", str(args.rate),
         cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )  # fmt: skip
-    rows = [["servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"]]
+    rows = [["fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"]]
     try:
         await asyncio.sleep(1.0)  # the mock binds its port
-        for instances in args.instances:
-            for sessions in args.sessions:
-                rows.append(await run(instances, sessions, model_port, pg))
+        for fanout in args.fanout:
+            for instances in args.instances:
+                for sessions in args.sessions:
+                    through = redis if fanout == "redis" else None
+                    rows.append(await run(instances, sessions, model_port, pg, through))
     finally:
         model.terminate()
         await model.wait()
         pg.stop()
+        if redis is not None:
+            redis.stop()
     print(
         f"partwire scale-out on one Postgres database — {os.cpu_count()} cores, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer "

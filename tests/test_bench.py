@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.postgres_server import PostgresServer
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,16 +78,19 @@ async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
     assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
 
 
-async def test_scale_bench_prints_one_row_per_servers_and_sessions(
-    postgres: PostgresServer,  # Postgres is installed (the bench starts its own cluster)
+async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
+    postgres: PostgresServer,  # Postgres and Redis are installed (the bench starts its own)
+    redis_server: RedisServer,
 ) -> None:
     out = await run_bench(
         "scale.py", "--instances", "1", "2", "--sessions", "4", "--tokens", "20",
         "--rate", "200", limit_s=240,
     )  # fmt: skip
     rows = [line.split() for line in out.splitlines()[3:]]
-    assert [row[:3] for row in rows] == [["1", "4", "80"], ["2", "4", "80"]]
-    assert all(float(row[4]) > 0 and int(row[5]) > 0 for row in rows)  # p99, CPU measured
+    assert [row[:4] for row in rows] == [
+        [fanout, servers, "4", "80"] for fanout in ("notify", "redis") for servers in "12"
+    ]
+    assert all(float(row[5]) > 0 and int(row[6]) > 0 for row in rows)  # p99, CPU measured
 
 
 async def test_start_bench_prints_both_cases() -> None:

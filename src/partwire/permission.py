@@ -21,6 +21,7 @@ from typing import Any, Literal
 from partwire import ids
 from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
 from partwire.schema.event import (
+    Event,
     PermissionAsked,
     PermissionReplied,
     PermissionRepliedProps,
@@ -76,13 +77,25 @@ class Permissions:
         self._pending: dict[str, _Pending] = {}
         # servers sharing a database: a reply to another server's ask is sent to it
         self.forward: Forward | None = None
+        self._elsewhere: dict[str, PermissionRequest] = {}  # other servers' open asks
 
     def holds(self, request_id: str) -> bool:
         """Whether the ask is this server's and still open."""
         return request_id in self._pending
 
     def pending(self) -> list[PermissionRequest]:
-        return [p.request for p in self._pending.values()]
+        """The open asks: this server's, then those other servers' events show."""
+        elsewhere = [r for r in self._elsewhere.values() if r.id not in self._pending]
+        return [p.request for p in self._pending.values()] + elsewhere
+
+    def observe(self, event: Event) -> None:
+        """Servers sharing a database: follow every server's asks through the log."""
+        if event.type == "permission.asked":
+            request = event.properties
+            assert isinstance(request, PermissionRequest)
+            self._elsewhere[request.id] = request
+        elif event.type == "permission.replied":
+            self._elsewhere.pop(getattr(event.properties, "request_id", ""), None)
 
     async def _rules(
         self, session_id: str, agent_rules: Sequence[PermissionRule]

@@ -27,7 +27,7 @@ from partwire.permission import Permissions
 from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
 from partwire.quotas import Quotas
-from partwire.schema.event import InstanceDisposedProps, ServerInstanceDisposed
+from partwire.schema.event import Event, InstanceDisposedProps, ServerInstanceDisposed
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
 from partwire.session.loop import SessionLoop, leave_running
@@ -104,6 +104,9 @@ def _store(settings: Settings, bus: Bus) -> SqliteStore:
             redis_url=settings.redis_url,
         )
     return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
+
+
+_DELTAS = frozenset({"message.part.delta", "message.part.updated"})
 
 
 @dataclass
@@ -275,7 +278,9 @@ class Runtime:
         self.ownership.forward = self.permissions.forward = self.questions.forward = forward
         store.on_command(lambda command: self.spawn(self._obey(command), name="command"))
         self.spawn(self.ownership.keep(self._take_over), name="session leases")
-        self.spawn(self._follow_prompts(), name="prompts from every server")
+        for event in store.open_elsewhere():
+            self._observe(event)
+        self.spawn(self._follow_every_server(), name="every server's events")
 
     async def _obey(self, command: dict[str, Any]) -> None:
         """Another server's command, when this one holds what it names."""
@@ -297,18 +302,28 @@ class Runtime:
     async def _take_over(self, session_id: str) -> None:
         await (await self._loop_of(session_id)).take_over(session_id)
 
-    async def _follow_prompts(self) -> None:
+    async def _follow_every_server(self) -> None:
+        """Prompts stored through any server reach the one that runs the session; asks and
+        statuses of every server show in this one's lists."""
         subscription = self.bus.subscribe_all()
         try:
             while (event := await subscription.get()) is not None:
-                if event.type != "message.updated":  # most are deltas: the cheap test first
+                if event.type in _DELTAS:  # most are: the cheap test first
                     continue
-                if getattr(getattr(event.properties, "info", None), "role", None) == "user":
-                    session_id = event.session_id
-                    assert session_id is not None
-                    self.spawn(self._answer(session_id), name=f"answer {session_id}")
+                if event.type == "message.updated":
+                    if getattr(getattr(event.properties, "info", None), "role", None) == "user":
+                        session_id = event.session_id
+                        assert session_id is not None
+                        self.spawn(self._answer(session_id), name=f"answer {session_id}")
+                else:
+                    self._observe(event)
         finally:
             subscription.close()
+
+    def _observe(self, event: Event) -> None:
+        self.status.observe(event)
+        self.permissions.observe(event)
+        self.questions.observe(event)
 
     async def _answer(self, session_id: str) -> None:
         await (await self._loop_of(session_id)).answer_waiting(session_id)

@@ -250,11 +250,26 @@ async def _first(url: str, kind: str, session_id: str) -> dict[str, object]:
     raise AssertionError(f"no {kind}")
 
 
+async def _listed(
+    http: httpx.AsyncClient, url: str, path: str, waited_for: str | None
+) -> list[dict[str, object]]:
+    """GET ``path`` (a list of asks) once it shows ``waited_for`` (None: once it is empty;
+    another server's events reach this one within moments)."""
+    for _ in range(100):
+        listed: list[dict[str, object]] = (await http.get(f"{url}{path}")).json()
+        ids = [item["id"] for item in listed]
+        if (waited_for in ids) if waited_for else not ids:
+            return listed
+        await asyncio.sleep(0.05)
+    return listed
+
+
 async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
     project: Path, tmp_path: Path, shared: dict[str, str]
 ) -> None:
-    """A question asked by one server's run is answered through another; an abort sent
-    to a server that does not run the session stops the run where it goes."""
+    """A question asked by one server's run is listed and answered through another, and
+    through a server started after it was asked; an abort sent to a server that does not
+    run the session stops the run where it goes."""
     database = shared["PARTWIRE_DATABASE_URL"]
     async with AsyncExitStack() as stack:
         servers = {
@@ -272,6 +287,12 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
             ).is_success
             request = await asyncio.wait_for(asked, 30)
             other = servers["b" if ids[_owner(database, sid)] == "a" else "a"]
+            late = await stack.enter_async_context(_instance(project, tmp_path / "c", shared))
+            for url in (other, late):  # every server lists the owner's ask and status
+                listed = await _listed(http, url, "/question", request["id"])
+                assert [q["sessionID"] for q in listed] == [sid], url
+                status = (await http.get(f"{url}/session/status")).json()
+                assert status[sid]["type"] == "busy", (url, status)
             idle = asyncio.create_task(_first(other, "session.idle", sid))
             await asyncio.sleep(0.3)
             answer = {"answers": [["Blue"]]}
@@ -280,6 +301,9 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
             made_up = await http.post(f"{other}/question/que_nobody/reply", json=answer)
             assert made_up.status_code == 404  # an ask no server holds is still refused
             await asyncio.wait_for(idle, 30)
+            for url in (other, late):  # answered: gone from every server's lists
+                assert await _listed(http, url, "/question", None) == [], url
+                assert sid not in (await http.get(f"{url}/session/status")).json()
             messages = (await http.get(f"{other}/session/{sid}/message")).json()
             [tool] = [p for m in messages for p in m["parts"] if p["type"] == "tool"]
             assert tool["state"]["status"] == "completed", tool["state"]

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from partwire.schema.event import SessionIdle, SessionRef, SessionStatusChanged, SessionStatusProps
+from partwire.schema.event import (
+    Event,
+    SessionIdle,
+    SessionRef,
+    SessionStatusChanged,
+    SessionStatusProps,
+)
 from partwire.schema.session import SessionStatus, StatusBusy, StatusIdle
 from partwire.storage.base import Store
 
@@ -11,18 +17,32 @@ class StatusTracker:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._statuses: dict[str, SessionStatus] = {}
+        # servers sharing a database: every server's statuses as the log tells them
+        self._observed: dict[str, SessionStatus] = {}
 
     def get(self, session_id: str) -> SessionStatus:
-        return self._statuses.get(session_id, StatusIdle())
+        return self._statuses.get(session_id) or self._observed.get(session_id, StatusIdle())
 
     def active(self) -> dict[str, SessionStatus]:
-        """Every session that is not idle (idle ones are left out, as opencode does)."""
-        return dict(self._statuses)
+        """Every session that is not idle (idle ones are left out, as opencode does), on
+        this server or, as their events tell, on the others sharing its database."""
+        return {**self._observed, **self._statuses}
+
+    def observe(self, event: Event) -> None:
+        if event.type != "session.status":
+            return
+        props = event.properties
+        assert isinstance(props, SessionStatusProps)
+        if isinstance(props.status, StatusIdle):
+            self._observed.pop(props.session_id, None)
+        else:
+            self._observed[props.session_id] = props.status
 
     async def set(self, session_id: str, status: SessionStatus) -> None:
         events = [SessionStatusChanged(SessionStatusProps(session_id=session_id, status=status))]
         if isinstance(status, StatusIdle):
             self._statuses.pop(session_id, None)
+            self._observed.pop(session_id, None)
             events.append(SessionIdle(SessionRef(session_id=session_id)))
         else:
             self._statuses[session_id] = status

@@ -33,7 +33,7 @@ from partwire.errors import StorageError
 from partwire.schema.event import Event, parse_event
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.migrations import LATEST_VERSION, LIFECYCLE, migrate
-from partwire.storage.recovery import recover_into
+from partwire.storage.recovery import open_lifecycle, recover_into
 from partwire.storage.redis_log import Appender, Keys, Reader
 from partwire.storage.sqlite import SqliteStore
 from partwire.storage.writer import IdTakenError, Write, WriteContext, Writer
@@ -193,6 +193,8 @@ class PostgresStore(SqliteStore):
         self._ours: dict[int, Event] = {}  # events this server committed, until published
         self._waiting: list[tuple[int, list[Write]]] = []  # (newest seq, batch) in order
         self._on_command: Callable[[dict[str, Any]], object] | None = None
+        # the asks and statuses other servers had open when this one started (log rows)
+        self._open_at_start: list[tuple[int, str, str]] = []
         super().__init__(path=None, bus=bus, retain_events=retain_events)  # type: ignore[arg-type]
 
     def _new_writer(self) -> Writer:
@@ -248,6 +250,9 @@ class PostgresStore(SqliteStore):
             log_order.end(conn)
         if ctx.events:
             log_order.committed(ctx.events)
+        asks, working = open_lifecycle(conn)  # what is left open is other servers'
+        self._open_at_start = sorted([*asks.values(), *working.values()])
+        conn.raw.commit()
         return epoch, ctx.last_seq
 
     async def open(self) -> None:
@@ -283,6 +288,11 @@ class PostgresStore(SqliteStore):
         self._waiting.clear()
         if self._appender is not None:
             self._appender.close()
+
+    def open_elsewhere(self) -> list[Event]:
+        """The ``permission.asked``, ``question.asked`` and ``session.status`` events of
+        what other servers had open when this one started, in log order."""
+        return [parse_event(self._logged(*row).json) for row in self._open_at_start]
 
     # ---- the log shared by every server on the database ---------------------------------
 

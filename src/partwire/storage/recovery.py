@@ -135,31 +135,47 @@ class SessionRecovery(Write):
         recover_into(ctx, only=self.session_id)
 
 
-def _lifecycle_closers(conn: Conn) -> list[Draft]:
-    """Reject the asks nobody answered and idle the sessions that were working."""
-    asks: dict[str, Draft] = {}  # request id → the event that closes it
-    status: dict[str, bool] = {}  # session id → idle?
+Row = tuple[int, str, str]  # seq, type, payload
+
+
+def open_lifecycle(conn: Conn) -> tuple[dict[str, Row], dict[str, Row]]:
+    """What the log shows still open: each ask not yet answered (request id → its asked
+    row) and each session's status that is not idle (session id → its status row)."""
+    asks: dict[str, Row] = {}
+    working: dict[str, Row] = {}
     rows = conn.execute(
-        f"SELECT type, payload FROM event_log WHERE type IN {LIFECYCLE} ORDER BY seq"
+        f"SELECT seq, type, payload FROM event_log WHERE type IN {LIFECYCLE} ORDER BY seq"
     ).fetchall()
-    for kind, payload in rows:
+    for seq, kind, payload in rows:
         props = json.loads(payload)
         if kind == "session.status":
-            status[props["sessionID"]] = props["status"]["type"] == "idle"
-        elif kind == "permission.asked":
+            if props["status"]["type"] == "idle":
+                working.pop(props["sessionID"], None)
+            else:
+                working[props["sessionID"]] = (seq, kind, payload)
+        elif kind in ("permission.asked", "question.asked"):
+            asks[props["id"]] = (seq, kind, payload)
+        else:
+            asks.pop(props["requestID"], None)
+    return asks, working
+
+
+def _lifecycle_closers(conn: Conn) -> list[Draft]:
+    """Reject the asks nobody answered and idle the sessions that were working."""
+    asks, working = open_lifecycle(conn)
+    closers: list[Draft] = []
+    for _, kind, payload in asks.values():
+        props = json.loads(payload)
+        if kind == "permission.asked":
             reply = PermissionRepliedProps(
                 session_id=props["sessionID"], request_id=props["id"], reply="reject"
             )
-            asks[props["id"]] = PermissionReplied(reply)
-        elif kind == "question.asked":
-            ref = QuestionRef(session_id=props["sessionID"], request_id=props["id"])
-            asks[props["id"]] = QuestionRejected(ref)
+            closers.append(PermissionReplied(reply))
         else:
-            asks.pop(props["requestID"], None)
-    closers = list(asks.values())
-    for session_id, idle in status.items():
-        if not idle:
-            props_ = SessionStatusProps(session_id=session_id, status=StatusIdle())
-            closers.append(SessionStatusChanged(props_))
-            closers.append(SessionIdle(SessionRef(session_id=session_id)))
+            ref = QuestionRef(session_id=props["sessionID"], request_id=props["id"])
+            closers.append(QuestionRejected(ref))
+    for session_id in working:
+        props_ = SessionStatusProps(session_id=session_id, status=StatusIdle())
+        closers.append(SessionStatusChanged(props_))
+        closers.append(SessionIdle(SessionRef(session_id=session_id)))
     return closers

@@ -148,6 +148,11 @@ def _appended_deltas(shared: dict[str, str], session_id: str) -> list[str]:
     return [d["delta"] for d in deltas if d["sessionID"] == session_id]
 
 
+def _id(state: Path) -> str:
+    """The server-id of the server with this state directory."""
+    return (state / "data" / "server-id").read_text().strip()
+
+
 def _owner(database: str, session_id: str) -> str:
     """The server-id of the server whose lease runs the session now."""
     from partwire.storage.postgres import connect
@@ -214,6 +219,23 @@ async def test_two_servers_prompting_one_session_never_run_it_at_once(
         ]
         async with httpx.AsyncClient(timeout=60) as http:
             sid = (await http.post(f"{a}/session", json={})).json()["id"]
+            # a prompt stored as context through the server that does not run the session,
+            # while a run goes on: no server answers it (the run takes it as context)
+            streaming = asyncio.create_task(_first(a, "message.part.delta", sid))
+            idle = asyncio.create_task(_first(b, "session.idle", sid))
+            await asyncio.sleep(0.3)
+            first = {"parts": [{"type": "text", "text": "long 200"}]}
+            assert (await http.post(f"{a}/session/{sid}/prompt_async", json=first)).is_success
+            await asyncio.wait_for(streaming, 30)
+            non_owner = (
+                b if _owner(shared["PARTWIRE_DATABASE_URL"], sid) != _id(tmp_path / "b") else a
+            )
+            context = {"noReply": True, "parts": [{"type": "text", "text": "long 10"}]}
+            kept = (await http.post(f"{non_owner}/session/{sid}/message", json=context)).json()
+            await asyncio.wait_for(idle, 30)
+            await asyncio.sleep(1.0)  # a server that would answer it has begun by now
+            alone = (await http.get(f"{a}/session/{sid}/message")).json()
+            assert [m["info"]["role"] for m in alone] == ["user", "assistant", "user"]
             answers = await asyncio.gather(
                 *(
                     http.post(
@@ -228,9 +250,11 @@ async def test_two_servers_prompting_one_session_never_run_it_at_once(
     assert all(answer.status_code == 200 for answer in answers), [a.text for a in answers]
     users = [m["info"] for m in messages if m["info"]["role"] == "user"]
     runs = [m["info"] for m in messages if m["info"]["role"] == "assistant"]
-    assert len(users) == 4 and runs and all("error" not in r for r in runs)
+    assert len(users) == 6 and runs and all("error" not in r for r in runs)
     # as on one server, a run answers the newest prompt it finds (the model reads them all)
-    assert {r["parentID"] for r in runs} <= {u["id"] for u in users}
+    assert users[1]["id"] == kept["info"]["id"]
+    assert runs[0]["parentID"] == users[0]["id"]
+    assert {r["parentID"] for r in runs} <= {u["id"] for u in users} - {kept["info"]["id"]}
     assert runs[-1]["parentID"] == users[-1]["id"] and "completed" in runs[-1]["time"]
     for earlier, later in itertools.pairwise(runs):  # one run at a time
         assert later["time"]["created"] >= earlier["time"]["completed"], (earlier, later)

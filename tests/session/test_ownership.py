@@ -17,6 +17,7 @@ class FakeLeases:
         self.expired_ids = expired
         self.mine: set[str] = set()
         self.renewed: list[list[str]] = []
+        self.marked: set[tuple[str, str]] = set()
 
     async def acquire(self, session_id: str) -> bool:
         if session_id in self.others:
@@ -34,9 +35,23 @@ class FakeLeases:
         found, self.expired_ids = self.expired_ids, []
         return found
 
+    async def mark_no_reply(self, session_id: str, message_id: str) -> None:
+        self.marked.add((session_id, message_id))
+
+    async def no_reply(self, session_id: str) -> set[str]:
+        return {message for session, message in self.marked if session == session_id}
+
 
 async def test_without_leases_every_session_is_ours() -> None:
     assert await Ownership().acquire("ses_1")
+
+
+async def test_prompts_kept_from_answers_are_marked_where_every_server_reads_them() -> None:
+    assert await Ownership().no_reply("ses_1") == set()  # one server: only in memory
+    owner = Ownership(FakeLeases(set(), []))
+    await owner.mark_no_reply("ses_1", "msg_a")
+    await owner.mark_no_reply("ses_2", "msg_b")
+    assert await owner.no_reply("ses_1") == {"msg_a"}
 
 
 async def test_a_lease_is_taken_once_and_kept_while_a_new_run_needs_it() -> None:

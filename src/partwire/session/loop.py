@@ -202,17 +202,25 @@ class SessionLoop:
 
     async def _answer_or_release(self, session_id: str) -> None:
         history = await self.store.list_messages(session_id)
-        user = _last_user(history, self._no_reply)
+        user = _last_user(history, await self._not_to_answer(session_id))
         if session_id not in self._runs and user is not None and not _answered(history, user):
             self._wake(session_id).add_done_callback(leave_running)
         else:
             await self.ownership.release(session_id, lambda: session_id in self._runs)
 
     async def add_without_reply(self, session_id: str, body: PromptInput) -> MessageWithParts:
-        """Store a prompt as context only (``noReply``): the model is not called for it."""
-        user = await self._store_prompt(session_id, body)
-        self._no_reply.add(user.id)
+        """Store a prompt as context only (``noReply``): the model is not called for it.
+        Other servers sharing the database learn so before the prompt is stored."""
+        message_id = body.message_id or ids.message_id()
+        self._no_reply.add(message_id)
+        await self.ownership.mark_no_reply(session_id, message_id)
+        user = await self._store_prompt(
+            session_id, body.model_copy(update={"message_id": message_id})
+        )
         return await self.store.get_message(session_id, user.id)
+
+    async def _not_to_answer(self, session_id: str) -> set[str]:
+        return self._no_reply | await self.ownership.no_reply(session_id)
 
     async def _store_prompt(self, session_id: str, body: PromptInput) -> UserMessage:
         """Check everything a prompt names, then store it (a bad prompt stores nothing)."""
@@ -374,7 +382,7 @@ class SessionLoop:
         last: AssistantMessage | None = None
         for _ in range(MAX_STEPS):
             history = await self.store.list_messages(session_id)
-            user = _last_user(history, self._no_reply)
+            user = _last_user(history, await self._not_to_answer(session_id))
             if user is None or run.aborted or run.blocked:
                 break
             request = pending_compaction(history)

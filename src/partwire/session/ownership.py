@@ -6,7 +6,8 @@ server reaches the owner as the user message's event (every server sees every ev
 the owner's run takes it up, or, with no run going, whichever server takes the lease
 answers it. A server that dies stops renewing; within a lease's length another server
 takes the lease, finishes what the dead one left (as a restart's recovery would) and
-answers any prompt still waiting.
+answers any prompt still waiting. A prompt stored without a reply (``noReply``) is
+marked in the database before it is stored, so that no server answers it.
 
 With one server (the SQLite file) there are no leases: every session is ours.
 """
@@ -34,6 +35,8 @@ class Leases(Protocol):
     async def renew(self, session_ids: list[str]) -> None: ...
     async def release(self, session_id: str) -> None: ...
     async def expired(self) -> list[str]: ...
+    async def mark_no_reply(self, session_id: str, message_id: str) -> None: ...
+    async def no_reply(self, session_id: str) -> set[str]: ...
 
 
 class Ownership:
@@ -62,6 +65,15 @@ class Ownership:
                 self.held.add(session_id)
                 return True
             return False
+
+    async def mark_no_reply(self, session_id: str, message_id: str) -> None:
+        """The user message will be stored as context only: no server may answer it."""
+        if self.leases is not None:
+            await self.leases.mark_no_reply(session_id, message_id)
+
+    async def no_reply(self, session_id: str) -> set[str]:
+        """The session's user messages that any server stored as context only."""
+        return await self.leases.no_reply(session_id) if self.leases is not None else set()
 
     async def release(self, session_id: str, still_needed: Callable[[], bool]) -> None:
         """Give the lease back, unless ``still_needed()`` says a new run took it meanwhile."""

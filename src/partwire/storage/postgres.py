@@ -233,7 +233,7 @@ class PostgresStore(SqliteStore):
                     f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
                 )
             with conn:
-                for statement in (*_SQLITE_FUNCTIONS, LEASE_TABLE):
+                for statement in (*_SQLITE_FUNCTIONS, *LEASE_TABLES):
                     conn.execute(statement)
             migrate(conn)
         finally:
@@ -383,9 +383,13 @@ class PostgresStore(SqliteStore):
 
 # Which server runs which session: a row per session while a server runs it, renewed
 # while it runs; a row past its expiry belongs to a server that is gone.
-LEASE_TABLE = (
+# A user message stored as context only (noReply) is marked here before it is stored.
+LEASE_TABLES = (
     "CREATE TABLE IF NOT EXISTS session_lease "
-    "(session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms BIGINT NOT NULL)"
+    "(session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS prompt_no_reply "
+    "(message_id TEXT PRIMARY KEY, session_id TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS prompt_no_reply_session ON prompt_no_reply (session_id)",
 )
 LEASE_S = 6.0  # renewed every LEASE_S / 3 while held: a dead server's sessions move on
 # within LEASE_S plus one sweep
@@ -457,6 +461,18 @@ class PgLeases:
         sql = "SELECT session_id FROM session_lease WHERE expires_ms < ?"
         cursor = await asyncio.to_thread(self._execute, sql, (_ms(),))
         return [row[0] for row in cursor.fetchall()]
+
+    async def mark_no_reply(self, session_id: str, message_id: str) -> None:
+        sql = (
+            "INSERT INTO prompt_no_reply (message_id, session_id) VALUES (?, ?) "
+            "ON CONFLICT DO NOTHING"
+        )
+        await asyncio.to_thread(self._execute, sql, (message_id, session_id))
+
+    async def no_reply(self, session_id: str) -> set[str]:
+        sql = "SELECT message_id FROM prompt_no_reply WHERE session_id = ?"
+        cursor = await asyncio.to_thread(self._execute, sql, (session_id,))
+        return {row[0] for row in cursor.fetchall()}
 
     def close(self) -> None:
         with self._lock:

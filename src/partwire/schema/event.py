@@ -107,6 +107,16 @@ def parse_event(raw: str | bytes | dict[str, Any]) -> Event:
     return Event(str(data["id"]), definition.type, properties)
 
 
+def parse_logged(framed: Event) -> Event:
+    """An event read back from the log (its wire JSON only) with typed properties: they
+    are validated straight from their JSON, and the JSON is kept, not written again."""
+    definition = REGISTRY.get(framed.type)
+    if definition is None:
+        raise ValueError(f"unknown event type {framed.type!r}")
+    properties = definition.properties.model_validate_json(framed.properties_json)
+    return Event(framed.id, framed.type, properties, json=framed.json)
+
+
 def envelope_models() -> list[type[WireModel]]:
     """One envelope model per registered event, named like opencode's (EventMessagePartDelta)."""
     models: list[type[WireModel]] = []

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError
 from partwire.runtime import Runtime
-from partwire.schema.event import Event, parse_event
+from partwire.schema.event import Event, parse_logged
 from partwire.storage.base import EventLogGap
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ async def _history(
                 e
                 for raw in page
                 if raw.type in SESSION_EVENTS and needle in raw.json
-                for e in adapter.convert(parse_event(raw.json))
+                for e in adapter.convert(parse_logged(raw))
                 if e.context.session_id == session_id
             ]
             yield made, cursor

@@ -158,8 +158,16 @@ class SessionLoop:
         self, session_id: str, body: PromptInput
     ) -> asyncio.Future[AssistantWithParts]:
         assert not body.no_reply, "a noReply prompt goes through add_without_reply"
-        await self._store_prompt(session_id, body)
-        if not self.is_busy(session_id) and not await self.ownership.acquire(session_id):
+        # the lease first: the other servers see the prompt once it is stored, and the
+        # server it was sent to should be the one that answers it
+        ours = self.is_busy(session_id) or await self.ownership.acquire(session_id)
+        try:
+            await self._store_prompt(session_id, body)
+        except BaseException:
+            if ours:
+                await self.ownership.release(session_id, lambda: session_id in self._runs)
+            raise
+        if not ours:
             return self._answered_elsewhere(session_id)  # another server runs the session
         return self._wake(session_id)
 

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import StorageError
-from partwire.schema.event import Event, parse_event
+from partwire.schema.event import Event, parse_logged
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.migrations import LATEST_VERSION, LIFECYCLE, migrate
 from partwire.storage.recovery import open_lifecycle, recover_into
@@ -292,7 +292,7 @@ class PostgresStore(SqliteStore):
     def open_elsewhere(self) -> list[Event]:
         """The ``permission.asked``, ``question.asked`` and ``session.status`` events of
         what other servers had open when this one started, in log order."""
-        return [parse_event(self._logged(*row).json) for row in self._open_at_start]
+        return [parse_logged(self._logged(*row)) for row in self._open_at_start]
 
     # ---- the log shared by every server on the database ---------------------------------
 
@@ -316,7 +316,7 @@ class PostgresStore(SqliteStore):
             if seq <= self._published:
                 continue
             ours = self._ours.pop(seq, None)
-            events.append(ours or parse_event(self._logged(seq, kind, payload).json))
+            events.append(ours or parse_logged(self._logged(seq, kind, payload)))
         if not events:
             return
         self._published = rows[-1][0]

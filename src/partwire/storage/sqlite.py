@@ -20,7 +20,7 @@ from partwire.schema.event import (
     Event,
     PartDeltaProps,
     event_json,
-    parse_event,
+    parse_logged,
 )
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
@@ -403,7 +403,7 @@ class SqliteStore:
                 "AND instr(payload, ?) > 0 ORDER BY seq",
                 (seq, *types, f'"sessionID":"{session_id}"'),
             ).fetchall()
-            return [parse_event(self._logged(*row).json) for row in rows]
+            return [parse_logged(self._logged(*row)) for row in rows]
 
         return await self._read(query)
 
@@ -413,7 +413,7 @@ class SqliteStore:
             rows = conn.execute(
                 "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq", (seq,)
             ).fetchall()
-            return [parse_event(self._logged(*row).json) for row in rows]
+            return [parse_logged(self._logged(*row)) for row in rows]
 
         return await self._read(query)
 

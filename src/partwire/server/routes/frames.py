@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from partwire.bus import Subscription
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
-from partwire.schema.event import parse_event
+from partwire.schema.event import parse_logged
 from partwire.server.routes.scope import runtime_of
 from partwire.storage.base import EventLogGap
 
@@ -81,7 +81,7 @@ async def _resume(
         if page:
             cursor_id = page[-1].id
             text = "".join(
-                sse(frames.frames(parse_event(e.json)), e.id)
+                sse(frames.frames(parse_logged(e)), e.id)
                 for e in page
                 if e.type in FRAME_EVENTS and needle in e.json
             )

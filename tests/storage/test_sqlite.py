@@ -181,6 +181,7 @@ async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> No
         (2, "todo"),
         (3, "sequence"),
         (4, "event ids from sequence"),
+        (5, "sessions shared by servers"),
     ]
     if not isinstance(store, PostgresStore):
         with sqlite3.connect(store.path) as conn:

@@ -118,6 +118,24 @@ def _004_event_ids_from_sequence(conn: Conn) -> None:
     conn.execute(f"CREATE INDEX event_log_lifecycle ON event_log (type) WHERE type IN {LIFECYCLE}")
 
 
+def _005_sessions_shared_by_servers(conn: Conn) -> None:
+    """What servers sharing one database (Postgres) keep beside the log: which server runs
+    which session (a lease, renewed while it runs), and the user messages stored as context
+    only (noReply), which no server may answer. One server on a SQLite file leaves them
+    empty. (Postgres databases made before this migration have them already.)"""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS session_lease "
+        "(session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms INTEGER NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS prompt_no_reply "
+        "(message_id TEXT PRIMARY KEY, session_id TEXT NOT NULL)"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS prompt_no_reply_session ON prompt_no_reply (session_id)"
+    )
+
+
 def _properties(payload: str, old: str, kind: str) -> str:
     """What the log now keeps of a logged event's wire JSON."""
     head = f'{{"id":"{old}","type":"{kind}","properties":'
@@ -131,6 +149,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (2, "todo", _002_todo),
     (3, "sequence", _003_sequence),
     (4, "event ids from sequence", _004_event_ids_from_sequence),
+    (5, "sessions shared by servers", _005_sessions_shared_by_servers),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -233,7 +233,7 @@ class PostgresStore(SqliteStore):
                     f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
                 )
             with conn:
-                for statement in (*_SQLITE_FUNCTIONS, *LEASE_TABLES):
+                for statement in _SQLITE_FUNCTIONS:
                     conn.execute(statement)
             migrate(conn)
         finally:
@@ -381,16 +381,9 @@ class PostgresStore(SqliteStore):
         return self._explain(exc)
 
 
-# Which server runs which session: a row per session while a server runs it, renewed
-# while it runs; a row past its expiry belongs to a server that is gone.
-# A user message stored as context only (noReply) is marked here before it is stored.
-LEASE_TABLES = (
-    "CREATE TABLE IF NOT EXISTS session_lease "
-    "(session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS prompt_no_reply "
-    "(message_id TEXT PRIMARY KEY, session_id TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS prompt_no_reply_session ON prompt_no_reply (session_id)",
-)
+# Which server runs which session (session_lease, migration 5): a row per session while a
+# server runs it, renewed while it runs; a row past its expiry belongs to a server that is
+# gone.
 LEASE_S = 6.0  # renewed every LEASE_S / 3 while held: a dead server's sessions move on
 # within LEASE_S plus one sweep
 

@@ -69,15 +69,18 @@ js: $(JS_STAMP) ## Build clients/js (the TypeScript SessionEvent reducer) and ru
 	@if [ -f $(JS_STAMP) ]; then cd clients/js && \
 	  out=$$(npm test --silent 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | grep -E '^# (pass|fail)'; fi
 
-system: ## Install the system packages tests use (ripgrep, git, chromium, postgresql, redis-server) when apt-get is available as root
+system: ## Install the system packages tests use (ripgrep, git, chromium, postgresql, redis-server, nginx) when apt-get is available as root
 	@missing=""; for tool in rg:ripgrep git:git chromium:chromium redis-server:redis-server; do \
 	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; done; \
 	ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing:$$missing"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1) \
-	    || echo "could not install$$missing; the tests that need them are skipped"; \
+	  apt-get update -qq >/dev/null 2>&1; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 \
+	    || for pkg in $$missing; do DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg \
+	      >/dev/null 2>&1 || echo "could not install $$pkg; the tests that need it are skipped"; done; \
 	else echo "not installed:$$missing (needs root and apt-get); the tests that need them are skipped"; fi
 
 lint: $(STAMP) ## ruff format --check and ruff check

@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from tests.postgres_server import PostgresServer
+from tests.redis_server import RedisServer
 from tests.served import free_port
 
 
@@ -346,3 +348,129 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
                     break
                 await asyncio.sleep(0.1)
     assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"
+
+
+def _nginx_binary() -> str | None:
+    found = shutil.which("nginx")
+    return found or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
+
+
+@asynccontextmanager
+async def _nginx(root: Path, ports: list[int]) -> AsyncIterator[str]:
+    """deploy/nginx.conf, its three upstream ports and its own port rewritten."""
+    binary = _nginx_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is not installed (make test's system step installs it)")
+        pytest.skip("nginx is not installed (make test installs it)")
+    conf = (Path(__file__).parents[2] / "deploy" / "nginx.conf").read_text()
+    for default, port in zip((4096, 4097, 4098), ports, strict=True):
+        conf = conf.replace(f"server 127.0.0.1:{default} ", f"server 127.0.0.1:{port} ")
+    listen = free_port()
+    conf = conf.replace("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{listen};")
+    for folder in ("logs", "tmp"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "nginx.conf").write_text(conf)
+    process = await asyncio.create_subprocess_exec(
+        binary, "-p", str(root), "-c", str(root / "nginx.conf"), "-g", "daemon off;",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{listen}"
+    try:
+        async with httpx.AsyncClient(base_url=url) as http:
+            for _ in range(100):
+                try:
+                    if (await http.get("/global/health", timeout=1)).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("nginx did not start: " + _log(root))
+        yield url
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def _log(root: Path) -> str:
+    path = root / "logs" / "error.log"
+    return path.read_text() if path.exists() else ""
+
+
+async def test_behind_nginx_a_client_survives_losing_the_instance_it_streams_from(
+    project: Path, tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
+) -> None:
+    """The deployment the README describes: Postgres, Redis, three servers, deploy/
+    nginx.conf in front. The instance a client streams from is killed mid-answer; the
+    client reconnects through the proxy with Last-Event-ID, lands on another instance,
+    misses nothing and sees the session recovered there."""
+    shared = {
+        "PARTWIRE_DATABASE_URL": postgres.new_database(),
+        "PARTWIRE_REDIS_URL": redis_server.url(),
+    }
+    async with AsyncExitStack() as stack:
+        servers = {
+            name: await stack.enter_async_context(_process(project, tmp_path / name, shared))
+            for name in "abc"
+        }
+        ports = [int(url.rsplit(":", 1)[1]) for url, _ in servers.values()]
+        proxy = await stack.enter_async_context(_nginx(tmp_path / "nginx", ports))
+        async with httpx.AsyncClient(base_url=proxy, timeout=60) as http:
+            sid = (await http.post("/session", json={})).json()["id"]
+            seen: list[tuple[str, str]] = []
+            watching = asyncio.create_task(_deltas(proxy, sid, None, 100, seen))
+            await asyncio.sleep(0.3)
+            prompt = {"parts": [{"type": "text", "text": "long 5000"}]}
+            assert (await http.post(f"/session/{sid}/prompt_async", json=prompt)).is_success
+            await asyncio.wait_for(watching, 60)
+            owner = _owner(shared["PARTWIRE_DATABASE_URL"], sid)
+            [process] = [
+                proc for name, (_, proc) in servers.items() if _id(tmp_path / name) == owner
+            ]
+            # the instance the proxy sends this client to: the prompt went there, and the
+            # server a prompt is sent to runs it
+            process.kill()
+            await process.wait()
+            rest: list[tuple[str, str]] = []
+            recovered = asyncio.create_task(_first_after(proxy, seen[-1][0], sid, rest))
+            await asyncio.wait_for(recovered, 30)
+            messages = (await http.get(f"/session/{sid}/message")).json()
+            status = (await http.get("/session/status")).json()
+
+    assistant = messages[-1]
+    assert assistant["info"]["error"]["name"] == "MessageAbortedError"
+    text = next(p for p in assistant["parts"] if p["type"] == "text")["text"]
+    streamed = seen + rest
+    ids = [event_id for event_id, _ in streamed]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)  # nothing twice, in order
+    assert text == "".join(delta for _, delta in streamed)  # every stored delta, seen once
+    assert sid not in status
+
+
+async def _first_after(url: str, last_id: str, session_id: str, out: list[tuple[str, str]]) -> None:
+    """Resume GET /event after ``last_id`` (retrying while the proxy finds a live
+    instance), collecting the session's text deltas until it goes idle."""
+    for _ in range(100):
+        try:
+            async with (
+                httpx.AsyncClient(base_url=url, timeout=60) as http,
+                http.stream("GET", "/event", headers={"Last-Event-ID": last_id}) as response,
+            ):
+                if response.status_code != 200:
+                    raise httpx.TransportError(f"status {response.status_code}")
+                event_id = None
+                async for line in response.aiter_lines():
+                    if line.startswith("id:"):
+                        event_id = line[3:].strip()
+                    elif line.startswith("data:"):
+                        event = json.loads(line[5:])
+                        props = event["properties"]
+                        if props.get("sessionID") != session_id:
+                            continue
+                        if event["type"] == "message.part.delta" and event_id:
+                            out.append((event_id, props["delta"]))
+                        elif event["type"] == "session.idle":
+                            return
+        except httpx.TransportError:
+            await asyncio.sleep(0.1)
+    raise AssertionError("never resumed")

@@ -33,6 +33,7 @@ from partwire.schema.event import Event
 
 if TYPE_CHECKING:
     import redis
+    from redis.connection import AbstractConnection
 
     from partwire.storage.postgres import PgConnection
 
@@ -115,14 +116,17 @@ def rows_of(fields: dict[bytes, bytes]) -> list[Row]:
 
 
 class Appender:
-    """The writer's side: appends each commit's events (on the writer's thread). A failed
-    append is logged and skipped: the readers find those events in the table."""
+    """The writer's side: appends each commit's events (on the writer's thread), on one
+    connection of its own, with the client's command layer left out (it halves the CPU
+    of an append). A failed append is logged and skipped for DOWN_PAUSE_S: the readers
+    find those events in the table."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.keys: Keys | None = None
         self.epoch = 0
         self._client: redis.Redis | None = None
+        self._connection: AbstractConnection | None = None
         self._paused_until = 0.0
 
     def bind(self, epoch: int) -> None:
@@ -132,22 +136,37 @@ class Appender:
         if self.keys is None or time.monotonic() < self._paused_until:
             return
         try:
-            if self._client is None:
-                self._client = client(self.url)
-            pipe = self._client.pipeline(transaction=False)
-            for entry in entries(events, self.epoch):
-                pipe.xadd(self.keys.log, entry, maxlen=LOG_ENTRIES_KEPT, approximate=True)  # type: ignore[arg-type]
-            pipe.execute()
+            connection = self._connected()
+            commands = [
+                ("XADD", self.keys.log, "MAXLEN", "~", LOG_ENTRIES_KEPT, "*", *_flat(entry))
+                for entry in entries(events, self.epoch)
+            ]
+            packed = connection.pack_commands(commands)  # type: ignore[no-untyped-call]
+            connection.send_packed_command(packed, False)  # type: ignore[no-untyped-call]
+            for _ in commands:
+                connection.read_response()  # raises an error reply
         except Exception as exc:  # Redis is down or slow: the readers read the table
             log.warning("could not append to Redis at %s (%s)", redacted(self.url), exc)
             self._paused_until = time.monotonic() + DOWN_PAUSE_S
             self.close()
 
+    def _connected(self) -> AbstractConnection:
+        if self._connection is None:
+            self._client = client(self.url)
+            self._connection = self._client.connection_pool.get_connection()
+        return self._connection
+
     def close(self) -> None:
-        if self._client is not None:
-            with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):
+            if self._connection is not None:
+                self._connection.disconnect()  # type: ignore[no-untyped-call]
+            if self._client is not None:
                 self._client.close()
-            self._client = None
+        self._connection = self._client = None
+
+
+def _flat(entry: dict[str, str | int]) -> list[str | int]:
+    return [item for pair in entry.items() for item in pair]
 
 
 def send_command(url: str, keys: Keys, command: dict[str, Any]) -> None:

@@ -433,13 +433,13 @@ class Writer:
         if any(isinstance(write, DeltaAppend) for write in batch):
             self._last_delta_commit = time.monotonic()
         self._count_pages(ctx.events)
-        if self._sequencer is not None and ctx.events:
-            self._sequencer.committed(ctx.events)
         assert self._loop is not None and self._deliver is not None
         for write, exc in failed:
             if write.future is not None:
                 self._loop.call_soon_threadsafe(_fail, write.future, self._describe(exc))
         self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
+        if self._sequencer is not None and ctx.events:  # after: our clients need not wait
+            self._sequencer.committed(ctx.events)
 
 
 def _pages(events: list[Event]) -> int:

@@ -1,5 +1,5 @@
 """A server killed mid-stream (SIGKILL) loses nothing a client saw, and restarts clean:
-on the SQLite file and on a Postgres database."""
+on the SQLite file, on a Postgres database, and on Postgres with events through Redis."""
 
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ from partwire.config import Settings
 from tests.served import free_port
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres+redis"])
 def database_env(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "sqlite":
         return {}
-    return {"PARTWIRE_DATABASE_URL": request.getfixturevalue("postgres").new_database()}
+    env = {"PARTWIRE_DATABASE_URL": request.getfixturevalue("postgres").new_database()}
+    if request.param == "postgres+redis":
+        env["PARTWIRE_REDIS_URL"] = request.getfixturevalue("redis_server").url()
+    return env
 
 
 async def _start(

@@ -1,7 +1,7 @@
 """Scale-out benchmark: one server, or several sharing one Postgres database.
 
     python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 200]
-                          [--fanout notify redis]
+                          [--fanout notify redis] [--capacity [--limit-ms 50]]
 
 For each number of servers and of sessions: a throwaway Postgres cluster's fresh
 database, that many servers on it (bench/_server.py, the mock model of
@@ -11,8 +11,10 @@ tokens/s. One client follows GET /event on the first server: it sees every serve
 deltas (the servers share one log), so its latency (from the processor taking a delta
 off the model stream, on whichever server, to this client reading it) includes the trip
 through Postgres, or Redis with ``--fanout redis`` (a throwaway redis-server). The table
-shows p50/p99 and the servers' CPU per 1k deltas. Needs Postgres and, for Redis,
-redis-server installed (``make test`` installs both).
+shows p50/p99 and the servers' CPU per 1k deltas. With ``--capacity`` it instead grows
+the number of sessions for each number of servers (capacity.py's steps) until p99 passes
+``--limit-ms``, and prints the largest number each carried and their ratio. Needs
+Postgres and, for Redis, redis-server installed (``make test`` installs both).
 """
 
 from __future__ import annotations
@@ -34,13 +36,13 @@ sys.path.insert(0, str(ROOT))
 from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
-from capacity import _cpu_s, follow, serving  # noqa: E402
+from capacity import STEPS, Step, _cpu_s, follow, serving  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
 async def run(
     instances: int, sessions: int, model_port: int, pg: PostgresServer, redis: RedisServer | None
-) -> list[str]:
+) -> Step:
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
@@ -67,11 +69,35 @@ async def run(
                 stats = await http.get(f"{url}/bench/stats", params={"emits": "true"})
                 emits |= stats.json()["emits"]
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
-    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    return Step(
+        sessions=sessions,
+        deltas=len(received),
+        p50_ms=statistics.median(latencies),
+        p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
+        cpu_ms_per_1k=cpu * 1e6 / len(received),
+    )
+
+
+def row(fanout: str, instances: int, step: Step) -> list[str]:
     return [
-        "redis" if redis else "notify", str(instances), str(sessions), str(len(received)),
-        f"{statistics.median(latencies):.1f}", f"{p99:.1f}", f"{cpu * 1e6 / len(received):.0f}",
+        fanout, str(instances), str(step.sessions), str(step.deltas), f"{step.p50_ms:.1f}",
+        f"{step.p99_ms:.1f}", f"{step.cpu_ms_per_1k:.0f}",
     ]  # fmt: skip
+
+
+async def largest(
+    instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
+    limit_ms: float, most: int, rows: list[list[str]],
+) -> int:  # fmt: skip
+    """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
+    best = 0
+    for sessions in (k for k in STEPS if instances <= k <= most):
+        step = await run(instances, sessions, model_port, pg, redis)
+        rows.append(row("redis" if redis else "notify", instances, step))
+        if step.p99_ms > limit_ms:
+            break
+        best = sessions
+    return best
 
 
 async def main() -> None:
@@ -82,6 +108,11 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
     parser.add_argument(
         "--fanout", nargs="+", choices=["notify", "redis"], default=["notify", "redis"]
+    )
+    parser.add_argument("--capacity", action="store_true", help="find each largest K")
+    parser.add_argument("--limit-ms", type=float, default=50, help="the p99 bound (--capacity)")
+    parser.add_argument(
+        "--max-sessions", type=int, default=STEPS[-1], help="--capacity stops after this K"
     )
     args = parser.parse_args()
     bindir, redis_binary = server_bin(), server_path()
@@ -101,13 +132,30 @@ async def main() -> None:
         cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )  # fmt: skip
     rows = [["fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"]]
+    found: list[str] = []
     try:
         await asyncio.sleep(1.0)  # the mock binds its port
         for fanout in args.fanout:
+            through = redis if fanout == "redis" else None
+            if args.capacity:
+                most = {
+                    n: await largest(
+                        n, model_port, pg, through, args.limit_ms, args.max_sessions, rows
+                    )
+                    for n in args.instances
+                }
+                ratios = ", ".join(
+                    f"{n} servers {k} ({k / most[args.instances[0]]:.2f}x)"
+                    if most[args.instances[0]]
+                    else f"{n} servers {k}"
+                    for n, k in most.items()
+                )
+                found.append(f"{fanout}: largest K with p99 <= {args.limit_ms:g} ms: {ratios}")
+                continue
             for instances in args.instances:
                 for sessions in args.sessions:
-                    through = redis if fanout == "redis" else None
-                    rows.append(await run(instances, sessions, model_port, pg, through))
+                    step = await run(instances, sessions, model_port, pg, through)
+                    rows.append(row(fanout, instances, step))
     finally:
         model.terminate()
         await model.wait()
@@ -119,7 +167,9 @@ async def main() -> None:
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer "
         "(a test cluster: fsync off)"
     )
-    print(aligned([tuple(row) for row in rows]))
+    print(aligned([tuple(r) for r in rows]))
+    for line in found:
+        print(line)
 
 
 if __name__ == "__main__":

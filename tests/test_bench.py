@@ -93,6 +93,20 @@ async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
     assert all(float(row[5]) > 0 and int(row[6]) > 0 for row in rows)  # p99, CPU measured
 
 
+async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
+    postgres: PostgresServer,
+) -> None:
+    out = await run_bench(
+        "scale.py", "--capacity", "--instances", "1", "--fanout", "notify", "--tokens", "10",
+        "--rate", "200", "--limit-ms", "1000", "--max-sessions", "5", limit_s=240,
+    )  # fmt: skip
+    lines = out.splitlines()
+    steps = [line.split() for line in lines[3:-1]]
+    assert [row[:4] for row in steps] == [["notify", "1", "1", "10"], ["notify", "1", "5", "50"]]
+    assert all(0 < float(row[5]) <= 1000 for row in steps)  # a second's bound holds
+    assert lines[-1] == "notify: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)"
+
+
 async def test_start_bench_prints_both_cases() -> None:
     out = await run_bench("start.py", "--repeat", "1")
     rows = out.splitlines()[2:]

@@ -50,3 +50,19 @@ def independent_read(store: SqliteStore, sql: str, *, every: bool = False) -> An
     with sqlite3.connect(store.path) as other:
         cursor = other.execute(sql)
         return cursor.fetchall() if every else cursor.fetchone()
+
+
+def independent_write(store: SqliteStore, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """``sql`` run for each row and committed on a connection of its own."""
+    from partwire.storage.postgres import PostgresStore, connect
+
+    if isinstance(store, PostgresStore):
+        conn = connect(store.url, autocommit=True)
+        try:
+            for row in rows:
+                conn.execute(sql, row)
+        finally:
+            conn.close()
+        return
+    with sqlite3.connect(store.path) as other:
+        other.executemany(sql, rows)

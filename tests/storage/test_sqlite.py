@@ -24,7 +24,7 @@ from partwire.schema.session import Session, SessionTime
 from partwire.storage.base import EventLogGap
 from partwire.storage.postgres import PostgresStore
 from partwire.storage.sqlite import SqliteStore
-from tests.storage.conftest import MakeStore, independent_read
+from tests.storage.conftest import MakeStore, independent_read, independent_write
 
 
 def _session(sid: str = "ses_1") -> Session:
@@ -164,9 +164,15 @@ async def test_session_delete_removes_rows_and_logs_event(store: SqliteStore) ->
         _assistant(), [MessageUpdated(MessageInfo(sessionID="ses_1", info=_assistant()))]
     )
     await store.put_part(_text(text="x"), [])
+    marks = [("msg_kept", "ses_1"), ("msg_other", "ses_2")]  # noReply marks (shared servers)
+    independent_write(
+        store, "INSERT INTO prompt_no_reply (message_id, session_id) VALUES (?, ?)", marks
+    )
     await store.delete_session("ses_1", [])
     assert await store.list_sessions() == []
     assert await store.list_messages("ses_1") == []
+    sql = "SELECT message_id FROM prompt_no_reply"
+    assert [tuple(r) for r in independent_read(store, sql, every=True)] == [("msg_other",)]
 
 
 async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> None:

@@ -124,7 +124,8 @@ class SessionDelete(Write):
     session_id: str = ""
 
     def apply_rows(self, ctx: WriteContext) -> None:
-        ctx.conn.execute("DELETE FROM todo WHERE session_id = ?", (self.session_id,))
+        for table in ("todo", "prompt_no_reply"):
+            ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
         for table in ("part", "message"):
             ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
         ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))

@@ -63,35 +63,34 @@ async def client(server: str) -> AsyncIterator[PartwireClient]:
         yield c
 
 
+def require_installed(found: object, what: str) -> None:
+    """Skip where a system package the case needs is missing, except on CI, where it
+    fails (``make test``'s system step installs it)."""
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} is not installed (make test's system step installs it)")
+        pytest.skip(f"{what} is not installed (make test installs it)")
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """One throwaway Postgres server for the run (``make test`` installs Postgres). Where
-    it is not installed the Postgres cases are skipped, except on CI, where they fail."""
+    """One throwaway Postgres server for the run."""
     bindir = server_bin()
-    if bindir is None:
-        if os.environ.get("CI"):
-            pytest.fail("Postgres is not installed (make test's system step installs it)")
-        pytest.skip("Postgres is not installed (make test installs it)")
+    require_installed(bindir, "Postgres")
+    assert bindir is not None
     server = PostgresServer(bindir)
     server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    """One throwaway Redis server for the run (``make test`` installs redis-server);
-    skipped where it is not installed, except on CI, where its cases fail."""
+    """One throwaway Redis server for the run."""
     binary = server_path()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is not installed (make test's system step installs it)")
-        pytest.skip("redis-server is not installed (make test installs it)")
+    require_installed(binary, "redis-server")
+    assert binary is not None
     server = RedisServer(binary)
     server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield server
+    server.stop()

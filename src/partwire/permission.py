@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from partwire import ids
 from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
@@ -28,7 +28,12 @@ from partwire.schema.event import (
     SessionInfo,
     SessionUpdated,
 )
-from partwire.schema.permission import PermissionReply, PermissionRequest, ToolRef
+from partwire.schema.permission import (
+    PermissionReply,
+    PermissionRequest,
+    QuestionRequest,
+    ToolRef,
+)
 from partwire.schema.session import PermissionRule
 from partwire.storage.base import Store
 
@@ -63,6 +68,29 @@ def evaluate(permission: str, subject: str, rules: Sequence[PermissionRule]) -> 
     return "ask"
 
 
+Asked = TypeVar("Asked", PermissionRequest, QuestionRequest)
+
+
+class OpenElsewhere(Generic[Asked]):
+    """The asks of one kind that other servers sharing the database hold open, as their
+    events in the log say (every server's own come back through the log too)."""
+
+    def __init__(self, asked: str, closed: tuple[str, ...]) -> None:
+        self._asked, self._closed = asked, closed
+        self._open: dict[str, Asked] = {}
+
+    def observe(self, event: Event) -> None:
+        if event.type == self._asked:
+            request = cast(Asked, event.properties)
+            self._open[request.id] = request
+        elif event.type in self._closed:
+            self._open.pop(getattr(event.properties, "request_id", ""), None)
+
+    def besides(self, ours: Container[str]) -> list[Asked]:
+        """The open asks that are not among this server's own."""
+        return [request for request in self._open.values() if request.id not in ours]
+
+
 @dataclass
 class _Pending:
     request: PermissionRequest
@@ -77,7 +105,9 @@ class Permissions:
         self._pending: dict[str, _Pending] = {}
         # servers sharing a database: a reply to another server's ask is sent to it
         self.forward: Forward | None = None
-        self._elsewhere: dict[str, PermissionRequest] = {}  # other servers' open asks
+        self._elsewhere = OpenElsewhere[PermissionRequest](
+            "permission.asked", ("permission.replied",)
+        )
 
     def holds(self, request_id: str) -> bool:
         """Whether the ask is this server's and still open."""
@@ -85,17 +115,11 @@ class Permissions:
 
     def pending(self) -> list[PermissionRequest]:
         """The open asks: this server's, then those other servers' events show."""
-        elsewhere = [r for r in self._elsewhere.values() if r.id not in self._pending]
-        return [p.request for p in self._pending.values()] + elsewhere
+        return [p.request for p in self._pending.values()] + self._elsewhere.besides(self._pending)
 
     def observe(self, event: Event) -> None:
         """Servers sharing a database: follow every server's asks through the log."""
-        if event.type == "permission.asked":
-            request = event.properties
-            assert isinstance(request, PermissionRequest)
-            self._elsewhere[request.id] = request
-        elif event.type == "permission.replied":
-            self._elsewhere.pop(getattr(event.properties, "request_id", ""), None)
+        self._elsewhere.observe(event)
 
     async def _rules(
         self, session_id: str, agent_rules: Sequence[PermissionRule]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError, RejectedError
+from partwire.permission import OpenElsewhere
 from partwire.schema.event import (
     Event,
     QuestionAsked,
@@ -38,7 +39,9 @@ class Questions:
         self._pending: dict[str, _Pending] = {}
         # servers sharing a database: an answer to another server's question is sent to it
         self.forward: Forward | None = None
-        self._elsewhere: dict[str, QuestionRequest] = {}  # other servers' open questions
+        self._elsewhere = OpenElsewhere[QuestionRequest](
+            "question.asked", ("question.replied", "question.rejected")
+        )
 
     def holds(self, request_id: str) -> bool:
         """Whether the ask is this server's and still open."""
@@ -46,17 +49,11 @@ class Questions:
 
     def pending(self) -> list[QuestionRequest]:
         """The open questions: this server's, then those other servers' events show."""
-        elsewhere = [r for r in self._elsewhere.values() if r.id not in self._pending]
-        return [p.request for p in self._pending.values()] + elsewhere
+        return [p.request for p in self._pending.values()] + self._elsewhere.besides(self._pending)
 
     def observe(self, event: Event) -> None:
         """Servers sharing a database: follow every server's questions through the log."""
-        if event.type == "question.asked":
-            request = event.properties
-            assert isinstance(request, QuestionRequest)
-            self._elsewhere[request.id] = request
-        elif event.type in ("question.replied", "question.rejected"):
-            self._elsewhere.pop(getattr(event.properties, "request_id", ""), None)
+        self._elsewhere.observe(event)
 
     async def ask(
         self, session_id: str, questions: list[QuestionInfo], tool: ToolRef | None = None

@@ -257,7 +257,8 @@ class Runtime:
         every prompt stored (by any of them) reaches the one that runs it."""
         if not self.settings.database_url:
             return
-        from partwire.storage.postgres import PgLeases, PostgresStore
+        from partwire.storage.pg_leases import PgLeases
+        from partwire.storage.postgres import PostgresStore
 
         assert isinstance(self.store, PostgresStore)
         owner = f"{self.store.server_id}:{self.instance_id}"

@@ -104,7 +104,7 @@ _POSTGRES_CHECKS = {
 
 
 def _postgres_integrity(url: str) -> list[str]:
-    from partwire.storage.postgres import connect
+    from partwire.storage.pg_connection import connect
 
     conn = connect(url, autocommit=True)
     try:

@@ -90,7 +90,7 @@ async def test_sigkill_mid_stream_then_restart(
     assert text["text"].startswith(seen), "a delta the client saw was lost in the crash"
     assert status == {}
     if database_env:  # it was the Postgres database that kept them
-        from partwire.storage.postgres import connect
+        from partwire.storage.pg_connection import connect
 
         conn = connect(database_env["PARTWIRE_DATABASE_URL"], autocommit=True)
         try:

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import require_installed
 from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 from tests.served import free_port
@@ -133,7 +134,7 @@ async def test_clients_of_any_instance_see_one_stream_and_resume_anywhere(
 def _appended_deltas(shared: dict[str, str], session_id: str) -> list[str]:
     """The session's text deltas in the Redis stream of the database's log, in order."""
     from partwire.storage import redis_log
-    from partwire.storage.postgres import connect
+    from partwire.storage.pg_connection import connect
 
     conn = connect(shared["PARTWIRE_DATABASE_URL"], autocommit=True)
     try:
@@ -157,7 +158,7 @@ def _id(state: Path) -> str:
 
 def _owner(database: str, session_id: str) -> str:
     """The server-id of the server whose lease runs the session now."""
-    from partwire.storage.postgres import connect
+    from partwire.storage.pg_connection import connect
 
     conn = connect(database, autocommit=True)
     try:
@@ -359,10 +360,8 @@ def _nginx_binary() -> str | None:
 async def _nginx(root: Path, ports: list[int]) -> AsyncIterator[str]:
     """deploy/nginx.conf, its three upstream ports and its own port rewritten."""
     binary = _nginx_binary()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("nginx is not installed (make test's system step installs it)")
-        pytest.skip("nginx is not installed (make test installs it)")
+    require_installed(binary, "nginx")
+    assert binary is not None
     conf = (Path(__file__).parents[2] / "deploy" / "nginx.conf").read_text()
     for default, port in zip((4096, 4097, 4098), ports, strict=True):
         conf = conf.replace(f"server 127.0.0.1:{default} ", f"server 127.0.0.1:{port} ")

@@ -38,7 +38,8 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
 
 def independent_read(store: SqliteStore, sql: str, *, every: bool = False) -> Any:
     """``sql``'s first row (or every row) read on a connection of its own, not the store's."""
-    from partwire.storage.postgres import PostgresStore, connect
+    from partwire.storage.pg_connection import connect
+    from partwire.storage.postgres import PostgresStore
 
     if isinstance(store, PostgresStore):
         conn = connect(store.url, autocommit=True)
@@ -54,7 +55,8 @@ def independent_read(store: SqliteStore, sql: str, *, every: bool = False) -> An
 
 def independent_write(store: SqliteStore, sql: str, rows: list[tuple[Any, ...]]) -> None:
     """``sql`` run for each row and committed on a connection of its own."""
-    from partwire.storage.postgres import PostgresStore, connect
+    from partwire.storage.pg_connection import connect
+    from partwire.storage.postgres import PostgresStore
 
     if isinstance(store, PostgresStore):
         conn = connect(store.url, autocommit=True)

@@ -10,7 +10,8 @@ import pytest
 from partwire.bus import Bus
 from partwire.errors import StorageError
 from partwire.schema.event import SessionIdle, SessionRef
-from partwire.storage.postgres import PostgresStore, pg_sql, redacted
+from partwire.storage.pg_connection import pg_sql, redacted
+from partwire.storage.postgres import PostgresStore
 from tests.postgres_server import PostgresServer
 from tests.storage.test_sqlite import _session
 
@@ -87,7 +88,7 @@ async def test_the_sqlite_migrations_make_64_bit_sequences_in_postgres(
     store = PostgresStore(url, Bus())
     await store.open()
     await store.close()
-    from partwire.storage.postgres import connect
+    from partwire.storage.pg_connection import connect
 
     conn = connect(url, autocommit=True)
     try:
@@ -109,7 +110,7 @@ async def test_a_dropped_connection_is_made_anew_and_nothing_is_lost(
 ) -> None:
     """The database drops every connection (a restart, a failover): the next writes,
     reads and the published stream go on."""
-    from partwire.storage.postgres import connect
+    from partwire.storage.pg_connection import connect
 
     url = postgres.new_database()
     store = PostgresStore(url, Bus())

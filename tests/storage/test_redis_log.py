@@ -14,7 +14,8 @@ from partwire.bus import Bus
 from partwire.errors import StorageError
 from partwire.schema.event import Event, SessionIdle, SessionRef
 from partwire.storage import redis_log
-from partwire.storage.postgres import PostgresStore, connect
+from partwire.storage.pg_connection import connect
+from partwire.storage.postgres import PostgresStore
 from partwire.storage.redis_log import Keys, Reader, Row, entries, rows_of
 from tests.postgres_server import PostgresServer, _free_port
 from tests.redis_server import RedisServer

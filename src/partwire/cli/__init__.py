@@ -231,7 +231,7 @@ def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
 
 def _database(settings: Settings) -> str:
     if settings.database_url:
-        from partwire.storage.postgres import redacted
+        from partwire.storage.pg_connection import redacted
 
         events = f", events via Redis {redacted(settings.redis_url)}" if settings.redis_url else ""
         return redacted(settings.database_url) + events

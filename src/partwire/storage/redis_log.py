@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -30,16 +29,14 @@ from typing import TYPE_CHECKING, Any
 from partwire import ids
 from partwire.errors import ConfigError, StorageError
 from partwire.schema.event import Event
+from partwire.storage.pg_connection import PgConnection, redacted
+from partwire.storage.pg_notify import LogFollower, Row, hand_rows_after
 
 if TYPE_CHECKING:
     import redis
     from redis.connection import AbstractConnection
 
-    from partwire.storage.postgres import PgConnection
-
 log = logging.getLogger(__name__)
-
-Row = tuple[int, str, str]  # seq, type, payload: an event_log row
 
 POLL_S = 1.0  # a reader also reads the table after this long without an entry
 GAP_WAIT_S = 0.05  # how long a reader waits for a missing event before reading the table
@@ -59,12 +56,6 @@ def client(url: str) -> redis.Redis:
             "pip install 'partwire[redis]'"
         ) from None
     return redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S)
-
-
-def redacted(url: str) -> str:
-    from partwire.storage.postgres import redacted as without_password
-
-    return without_password(url)
 
 
 def check(url: str) -> None:
@@ -184,9 +175,11 @@ def _newest(stream: redis.Redis, key: str) -> bytes:
     return found[0][0] if found else b"0-0"
 
 
-class Reader:
-    """A thread that hands the log's rows on in order: from the stream while it keeps up,
-    from the table where it cannot say (see the module's docstring)."""
+class Reader(LogFollower):
+    """Hands the log's rows on in order: from the stream while it keeps up, from the
+    table where it cannot say (see the module's docstring)."""
+
+    thread_name = "partwire-redis"
 
     def __init__(
         self,
@@ -198,34 +191,15 @@ class Reader:
         command: Callable[[str], object],
     ) -> None:
         self.url, self.keys = url, keys
-        self.after = after  # the newest row handed on
         self._table = table
-        self._hand, self._command = hand, command
         self._early: dict[int, Row] = {}  # rows past a missing one
         self._gap_since: float | None = None
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="partwire-redis", daemon=True)
+        super().__init__(after, hand, command)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping = True
-        with contextlib.suppress(Exception):  # wake it now rather than at its next poll
-            connection = client(self.url)
-            connection.xadd(self.keys.commands, {"wake": "1"}, maxlen=COMMANDS_KEPT)
-            connection.close()
-        self._thread.join(POLL_S * 5)
-
-    def _run(self) -> None:
-        while not self._stopping:
-            try:
-                self._follow()
-            except Exception as exc:  # Redis or the database went away: follow again
-                if self._stopping:
-                    return
-                log.warning("the Redis event reader lost a connection (%s); retrying", exc)
-                time.sleep(POLL_S)
+    def _wake(self) -> None:
+        connection = client(self.url)
+        connection.xadd(self.keys.commands, {"wake": "1"}, maxlen=COMMANDS_KEPT)
+        connection.close()
 
     def _follow(self) -> None:
         stream, table = client(self.url), self._table()
@@ -280,14 +254,6 @@ class Reader:
 
     def _read_table(self, table: PgConnection) -> None:
         """The rows after the last one handed on, from the database."""
-        while True:
-            rows = table.execute(
-                "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                (self.after, PAGE),
-            ).fetchall()
-            if not rows:
-                break
-            self.after = rows[-1][0]
-            self._hand([tuple(row) for row in rows])
+        self.after = hand_rows_after(table, self.after, self._hand)
         self._early = {seq: row for seq, row in self._early.items() if seq > self.after}
         self._hand_in_order()

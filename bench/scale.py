@@ -36,20 +36,44 @@ sys.path.insert(0, str(ROOT))
 from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
+from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
 from capacity import STEPS, Step, _cpu_s, follow, serving  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
 async def run(
-    instances: int, sessions: int, model_port: int, pg: PostgresServer, redis: RedisServer | None
+    instances: int,
+    sessions: int,
+    model_port: int,
+    pg: PostgresServer,
+    redis: RedisServer | None,
+    cpu_quota: float | None = None,
 ) -> Step:
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
+    quotas: list[CpuQuota] = []
+    try:
+        return await _measured(instances, sessions, model_port, shared, cpu_quota, quotas)
+    finally:
+        for quota in quotas:  # once their servers have exited
+            quota.remove()
+
+
+async def _measured(
+    instances: int,
+    sessions: int,
+    model_port: int,
+    shared: list[str],
+    cpu_quota: float | None,
+    quotas: list[CpuQuota],
+) -> Step:
     async with AsyncExitStack() as stack:
         servers = [
             await stack.enter_async_context(serving(model_port, *shared)) for _ in range(instances)
         ]
+        if cpu_quota is not None:  # each server as if on a small machine of its own
+            quotas += [CpuQuota(pid, cpu_quota) for _, pid in servers]
         urls = [url for url, _ in servers]
         port = int(urls[0].rsplit(":", 1)[1])  # the followed server: it sees every server's
         async with httpx.AsyncClient(timeout=120) as http:
@@ -87,12 +111,12 @@ def row(fanout: str, instances: int, step: Step) -> list[str]:
 
 async def largest(
     instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
-    limit_ms: float, most: int, rows: list[list[str]],
+    limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None,
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
     best = 0
     for sessions in (k for k in STEPS if instances <= k <= most):
-        step = await run(instances, sessions, model_port, pg, redis)
+        step = await run(instances, sessions, model_port, pg, redis, cpu_quota)
         rows.append(row("redis" if redis else "notify", instances, step))
         if step.p99_ms > limit_ms:
             break
@@ -114,12 +138,23 @@ async def main() -> None:
     parser.add_argument(
         "--max-sessions", type=int, default=STEPS[-1], help="--capacity stops after this K"
     )
+    parser.add_argument(
+        "--cpu-quota",
+        type=float,
+        help="CPUs each server may use (a cgroup quota; root): servers as on machines of "
+        "their own, the rest of the machine left to Postgres, Redis, the model and client",
+    )
     args = parser.parse_args()
     bindir, redis_binary = server_bin(), server_path()
     if bindir is None:
         sys.exit("Postgres is not installed (make test installs it)")
     if "redis" in args.fanout and redis_binary is None:
         sys.exit("redis-server is not installed (make test installs it)")
+    if args.cpu_quota is not None:
+        try:
+            quota_root()
+        except QuotaError as exc:
+            sys.exit(f"--cpu-quota: {exc}")
     pg = PostgresServer(bindir)
     pg.start()
     redis = RedisServer(redis_binary) if "redis" in args.fanout and redis_binary else None
@@ -140,7 +175,14 @@ async def main() -> None:
             if args.capacity:
                 most = {
                     n: await largest(
-                        n, model_port, pg, through, args.limit_ms, args.max_sessions, rows
+                        n,
+                        model_port,
+                        pg,
+                        through,
+                        args.limit_ms,
+                        args.max_sessions,
+                        rows,
+                        args.cpu_quota,
                     )
                     for n in args.instances
                 }
@@ -154,7 +196,7 @@ async def main() -> None:
                 continue
             for instances in args.instances:
                 for sessions in args.sessions:
-                    step = await run(instances, sessions, model_port, pg, through)
+                    step = await run(instances, sessions, model_port, pg, through, args.cpu_quota)
                     rows.append(row(fanout, instances, step))
     finally:
         model.terminate()
@@ -166,6 +208,7 @@ async def main() -> None:
         f"partwire scale-out on one Postgres database — {os.cpu_count()} cores, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer "
         "(a test cluster: fsync off)"
+        + (f"; each server held to {args.cpu_quota:g} CPU" if args.cpu_quota else "")
     )
     print(aligned([tuple(r) for r in rows]))
     for line in found:

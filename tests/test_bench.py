@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -105,6 +106,24 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
     assert [row[:4] for row in steps] == [["notify", "1", "1", "10"], ["notify", "1", "5", "50"]]
     assert all(0 < float(row[5]) <= 1000 for row in steps)  # a second's bound holds
     assert lines[-1] == "notify: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)"
+
+
+async def test_scale_bench_holds_each_server_to_a_cpu_quota(postgres: PostgresServer) -> None:
+    spec = importlib.util.spec_from_file_location("_cpu_quota", ROOT / "bench" / "_cpu_quota.py")
+    assert spec is not None and spec.loader is not None
+    quotas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quotas)
+    try:
+        root, _ = quotas.quota_root()
+    except quotas.QuotaError as exc:  # not root, or no cgroup cpu controller: nothing to hold
+        pytest.skip(str(exc))
+    out = await run_bench(
+        "scale.py", "--cpu-quota", "0.5", "--instances", "2", "--sessions", "4",
+        "--fanout", "notify", "--tokens", "20", "--rate", "200", limit_s=240,
+    )  # fmt: skip
+    assert out.splitlines()[0].endswith("each server held to 0.5 CPU")
+    assert [line.split()[:4] for line in out.splitlines()[3:]] == [["notify", "2", "4", "80"]]
+    assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
 
 
 async def test_start_bench_prints_both_cases() -> None:

@@ -57,7 +57,7 @@ class Subscription:
 
     def __init__(self, bus: Bus, types: frozenset[str] | None, limit: int) -> None:
         self._bus = bus
-        self._types = types
+        self.types = types  # None: every type
         self._limit = limit
         self._items: deque[Event | _Merged] = deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -68,7 +68,7 @@ class Subscription:
         self.peak = 0
 
     def wants(self, event: Event) -> bool:
-        return self._types is None or event.type in self._types
+        return self.types is None or event.type in self.types
 
     def offer(self, event: Event) -> None:
         if self.closed:
@@ -183,6 +183,15 @@ class Bus:
         subscription = Subscription(self, types, self._queue_limit)
         self._subscribers.append(subscription)
         return subscription
+
+    def wanted_types(self) -> frozenset[str] | None:
+        """The event types some subscriber takes now (None: every type)."""
+        wanted: set[str] = set()
+        for subscriber in self._subscribers:
+            if subscriber.types is None:
+                return None
+            wanted |= subscriber.types
+        return frozenset(wanted)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription in self._subscribers:

@@ -106,7 +106,15 @@ def _store(settings: Settings, bus: Bus) -> SqliteStore:
     return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
 
 
-_DELTAS = frozenset({"message.part.delta", "message.part.updated"})
+# what GET /session/status, /permission and /question list, from every server's events
+_LISTED = (
+    "session.status",
+    "permission.asked",
+    "permission.replied",
+    "question.asked",
+    "question.replied",
+    "question.rejected",
+)
 
 
 @dataclass
@@ -306,11 +314,9 @@ class Runtime:
     async def _follow_every_server(self) -> None:
         """Prompts stored through any server reach the one that runs the session; asks and
         statuses of every server show in this one's lists."""
-        subscription = self.bus.subscribe_all()
+        subscription = self.bus.subscribe("message.updated", *_LISTED)  # no deltas queued
         try:
             while (event := await subscription.get()) is not None:
-                if event.type in _DELTAS:  # most are: the cheap test first
-                    continue
                 if event.type == "message.updated":
                     if getattr(getattr(event.properties, "info", None), "role", None) == "user":
                         session_id = event.session_id

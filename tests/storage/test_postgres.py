@@ -9,7 +9,15 @@ import pytest
 
 from partwire.bus import Bus
 from partwire.errors import StorageError
-from partwire.schema.event import SessionIdle, SessionRef
+from partwire.schema.event import (
+    Event,
+    SessionIdle,
+    SessionRef,
+    SessionStatusChanged,
+    SessionStatusProps,
+    parse_logged,
+)
+from partwire.schema.session import StatusBusy
 from partwire.storage.pg_connection import pg_sql, redacted
 from partwire.storage.postgres import PostgresStore
 from tests.postgres_server import PostgresServer
@@ -49,6 +57,53 @@ async def test_servers_sharing_a_database_see_one_log_in_one_order(
         assert len(ids[0]) == 80 and ids[0] == ids[1]
         assert ids[0] == sorted(ids[0]) and len(set(ids[0])) == 80
         assert [e.id for e in await second.events_after(None)][-80:] == ids[0]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_server_parses_only_the_other_servers_events_something_here_takes(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from partwire.storage import postgres as module
+
+    parsed: list[str] = []
+
+    def counted(framed: Event) -> Event:
+        parsed.append(framed.type)
+        return parse_logged(framed)
+
+    monkeypatch.setattr(module, "parse_logged", counted)
+    url = postgres.new_database()
+    first, second = PostgresStore(url, Bus()), PostgresStore(url, Bus())
+    await first.open()
+    await second.open()
+    try:
+        idle_only = second.bus.subscribe("session.idle")
+        await first.put_session(_session("ses_a"), [])
+        for _ in range(5):
+            await first.publish(
+                [SessionStatusChanged(SessionStatusProps(sessionID="ses_a", status=StatusBusy()))]
+            )
+            await first.publish([SessionIdle(SessionRef(sessionID="ses_a"))])
+        await second.publish([SessionIdle(SessionRef(sessionID="ses_b"))])  # settles: published
+        seen = idle_only.drain()
+        assert [e.session_id for e in seen] == ["ses_a"] * 5 + ["ses_b"]
+        # not the statuses nobody here takes (its own idle is parsed too if the tail reads
+        # its row before the writer hands it over)
+        assert parsed[:5] == ["session.idle"] * 5 and "session.status" not in parsed
+        assert second._published == second._writer.last_seq  # the skipped rows count as seen
+        assert not second._ours  # nothing kept of what was published
+        everything = second.bus.subscribe_all()  # now every type is taken: parsed again
+        await first.publish(
+            [SessionStatusChanged(SessionStatusProps(sessionID="ses_a", status=StatusBusy()))]
+        )
+        for _ in range(100):
+            if everything.drain():
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the other server's event never came")
     finally:
         await first.close()
         await second.close()

@@ -191,8 +191,9 @@ class PostgresStore(SqliteStore):
         """The writer committed ``batch``: its events are published by the tail, in the
         log's order among every server's events; its writers go on once they are."""
         self._backlog -= len(batch)
-        for event in events:
-            self._ours[self._seq(event.id)] = event
+        for event in events:  # unless the tail was first and published its row already
+            if (seq := self._seq(event.id)) > self._published:
+                self._ours[seq] = event
         newest = self._seq(events[-1].id) if events else 0
         if newest <= self._published:
             self._settle(batch)
@@ -201,15 +202,21 @@ class PostgresStore(SqliteStore):
         self._count_delivery()
 
     def _publish(self, rows: list[tuple[int, str, str]]) -> None:
-        """On the loop: the log's next rows, in order; ours as committed, others' parsed."""
+        """On the loop: the log's next rows, in order; ours as committed, others' parsed,
+        unless nothing here subscribes to their type (a server nobody follows parses no
+        other server's deltas)."""
+        if not rows or rows[-1][0] <= self._published:
+            return
+        wanted = self.bus.wanted_types()
         events: list[Event] = []
         for seq, kind, payload in rows:
             if seq <= self._published:
                 continue
             ours = self._ours.pop(seq, None)
-            events.append(ours or parse_logged(self._logged(seq, kind, payload)))
-        if not events:
-            return
+            if ours is not None:
+                events.append(ours)
+            elif wanted is None or kind in wanted:
+                events.append(parse_logged(self._logged(seq, kind, payload)))
         self._published = rows[-1][0]
         self.bus.publish_many(events)
         while self._waiting and self._waiting[0][0] <= self._published:

@@ -45,10 +45,15 @@ class RedisServer:
                 time.sleep(0.05)
         raise RuntimeError("redis-server did not start")
 
-    def stop(self) -> None:
+    def kill(self) -> None:
+        """Stop the server and keep its port and folder (``start`` brings it back)."""
         if self._process is not None:
             self._process.kill()
             self._process.wait()
+            self._process = None
+
+    def stop(self) -> None:
+        self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def url(self) -> str:

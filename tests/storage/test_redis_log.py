@@ -19,6 +19,7 @@ from partwire.storage.postgres import PostgresStore
 from partwire.storage.redis_log import Keys, Reader, Row, entries, rows_of
 from tests.postgres_server import PostgresServer, _free_port
 from tests.redis_server import RedisServer
+from tests.redis_server import server_path as redis_server_path
 from tests.storage.test_sqlite import _session
 
 
@@ -173,3 +174,44 @@ async def test_a_redis_that_cannot_be_reached_is_refused_at_start_without_its_pa
         await store.open()
     assert "Redis at redis://:***@127.0.0.1" in raised.value.message
     assert "hunter2" not in raised.value.message
+
+
+async def test_while_redis_is_away_the_servers_read_the_table_and_then_the_stream_again(
+    postgres: PostgresServer,
+) -> None:
+    own = RedisServer(redis_server_path())  # this case stops its own Redis
+    own.start()
+    url = postgres.new_database()
+    first = PostgresStore(url, Bus(), redis_url=own.url())
+    second = PostgresStore(url, Bus(), redis_url=own.url())
+    await first.open()
+    await second.open()
+    watching = second.bus.subscribe("session.idle")
+
+    async def reaches_second(sid: str) -> float:
+        started = asyncio.get_running_loop().time()
+        await first.publish([SessionIdle(SessionRef(sessionID=sid))])
+        for _ in range(400):
+            if any(e.session_id == sid for e in watching.drain()):
+                return asyncio.get_running_loop().time() - started
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{sid} never reached the other server")
+
+    try:
+        assert await reaches_second("ses_before") < 0.5
+        own.kill()
+        for n in range(3):  # Redis is away: the other server reads the table
+            await reaches_second(f"ses_away_{n}")
+        own.start()  # back on its port
+        await asyncio.sleep(2.5)  # the writer's pause and the reader's retry pass
+        assert await reaches_second("ses_back") < 0.5  # through the stream again
+        stream = redis_log.client(own.url())
+        appended = [
+            row for _, fields in stream.xrange(Keys(first.epoch).log) for row in rows_of(fields)
+        ]  # type: ignore[union-attr]
+        stream.close()
+        assert any('"ses_back"' in payload for _, _, payload in appended)
+    finally:
+        await first.close()
+        await second.close()
+        own.stop()

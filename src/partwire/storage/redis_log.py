@@ -14,7 +14,8 @@ the rows from the table instead when the stream cannot say:
 - the stream was trimmed past the reader's position;
 - nothing arrived for POLL_S (the newest commit's append was lost, or Redis is down).
 
-Commands between servers (aborts, replies to asks) go through a second stream.
+Commands between servers (aborts, replies to asks) go through a second stream; while
+Redis is away they are lost (the rows are not: readers read the table every POLL_S).
 """
 
 from __future__ import annotations
@@ -202,7 +203,20 @@ class Reader(LogFollower):
         connection.close()
 
     def _follow(self) -> None:
-        stream, table = client(self.url), self._table()
+        table = self._table()  # a failure of the database's ends this and follows anew
+        try:
+            while not self._stopping:
+                try:
+                    self._follow_stream(table)
+                except self._redis_errors() as exc:  # Redis is away: the table meanwhile
+                    log.warning("the Redis event stream is away (%s); reading the table", exc)
+                    self._read_table(table)
+                    self._pause(POLL_S)
+        finally:
+            table.close()
+
+    def _follow_stream(self, table: PgConnection) -> None:
+        stream = client(self.url)
         try:
             # from the streams' newest entries on; what was committed before is in the table
             positions = {key: _newest(stream, key) for key in (self.keys.log, self.keys.commands)}
@@ -223,7 +237,17 @@ class Reader(LogFollower):
                     self._read_table(table)
         finally:
             stream.close()
-            table.close()
+
+    @staticmethod
+    def _redis_errors() -> type[Exception]:
+        import redis
+
+        return redis.RedisError
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _obey(self, found: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
         for _, fields in found:

@@ -6,14 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import asyncio, sys
 from pathlib import Path
 from partwire.config import load_settings
 from partwire.server.app import create_app
 
-SDKS = ("openai", "anthropic", "pydantic_ai")
-env = {"OPENAI_API_KEY": "sk-test"}
+SDKS = ("openai", "anthropic", "pydantic_ai", "partwire.providers.openai_chat")
+env = {sys.argv[3]: "sk-test"}
 settings = load_settings(project_dir=Path(sys.argv[1]), data_dir=Path(sys.argv[2]), env=env)
 
 async def main():
@@ -29,9 +31,19 @@ asyncio.run(main())
 """
 
 
-def test_sdks_load_after_the_start_not_during_it(project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("key", "warmed"),
+    [
+        # Chat Completions need no SDK at all: only our own client loads
+        ("OPENAI_API_KEY", "['partwire.providers.openai_chat']"),
+        ("ANTHROPIC_API_KEY", "['anthropic', 'pydantic_ai']"),
+    ],
+)
+def test_sdks_load_after_the_start_not_during_it(
+    project: Path, tmp_path: Path, key: str, warmed: str
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(project), str(tmp_path / "data")],
+        [sys.executable, "-c", SCRIPT, str(project), str(tmp_path / "data"), key],
         capture_output=True,
         text=True,
         timeout=120,
@@ -39,7 +51,7 @@ def test_sdks_load_after_the_start_not_during_it(project: Path, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "started: []",
-        "warmed up: ['openai', 'pydantic_ai']",  # only the SDK a provider uses
+        f"warmed up: {warmed}",  # only what a provider uses
     ]
 
 

@@ -3,8 +3,8 @@
 The SDK path builds a pydantic model per chunk and passes it through several async
 generator layers before a delta reaches us; that was most of the server's CPU per streamed
 token. Here the SSE bytes are split and ``json.loads``-ed, and each ``chat.completion.chunk``
-maps onto our normalized stream events directly. The request itself is still built (and its
-HTTP errors classified) by pydantic-ai: see ``library.ChatCompletionsModel``.
+maps onto our normalized stream events directly. The request is built and sent by
+``openai_chat``.
 
 What a chunk's ``choices[0].delta`` may carry, and how it maps:
 

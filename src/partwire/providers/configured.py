@@ -1,8 +1,10 @@
-"""The providers named in the settings, built on pydantic-ai models with our own SDK clients.
+"""The providers named in the settings.
 
-Registering a provider imports no SDK: the SDKs, pydantic-ai and the stream mapping load
-when a model of the provider is first resolved (``warm_up`` does it in the background
-once the server listens), so a configured provider does not slow the start."""
+Chat Completions APIs (``openai``, ``openai-compatible``) are spoken by ``openai_chat``,
+with no SDK. OpenAI's Responses API and Anthropic's go through pydantic-ai models on our
+own SDK clients. Registering a provider imports none of this: it loads when a model of the
+provider is first resolved (``warm_up`` does it in the background once the server
+listens), so a configured provider does not slow the start."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from openai import AsyncOpenAI
     from pydantic_ai.models import Model
+
+    from partwire.providers.openai_chat import ChatClient
+
+CHAT_APIS = ("openai", "openai-compatible")
 
 
 # The openai and anthropic SDKs import their optional aiohttp client whenever aiohttp is
@@ -38,20 +44,29 @@ def leave_out_unused_sdk_modules() -> None:
 
 
 class ProviderClient:
-    """One SDK client per configured provider (pooled connections), made on first use.
+    """One client per configured provider (pooled connections), made on first use.
 
     SDK retries are off (``max_retries=0``): the session loop retries, visibly.
     """
 
     def __init__(self, config: ProviderConfig) -> None:
         self.config = config
+        self._chat: ChatClient | None = None
         self._openai: AsyncOpenAI | None = None
         self._anthropic: AsyncAnthropic | None = None
         self._models: dict[str, Model] = {}
 
+    def chat(self) -> ChatClient:
+        from partwire.providers.openai_chat import ChatClient
+
+        if self._chat is None:
+            self._chat = ChatClient(self.config)
+        return self._chat
+
     def model(self, model_id: str) -> Model:
-        """The pydantic-ai model, made once per model id (making one looks up its profile
-        and its context window in the price catalogue: ~0.5 ms a request otherwise)."""
+        """The pydantic-ai model (Responses and Anthropic APIs), made once per model id
+        (making one looks up its profile and its context window in the price catalogue:
+        ~0.5 ms a request otherwise)."""
         found = self._models.get(model_id)
         if found is None:
             found = self._models[model_id] = self._make_model(model_id)
@@ -65,13 +80,11 @@ class ProviderClient:
             return AnthropicModel(
                 model_id, provider=AnthropicProvider(anthropic_client=self._anthropic_client())
             )
-        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.models.openai import OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         provider = OpenAIProvider(openai_client=self._openai_client())
-        if self.config.api == "openai-responses":
-            return OpenAIResponsesModel(model_id, provider=provider)
-        return OpenAIChatModel(model_id, provider=provider)
+        return OpenAIResponsesModel(model_id, provider=provider)
 
     def _refuse_if_blocked(self) -> None:
         if self.config.blocked:
@@ -80,20 +93,17 @@ class ProviderClient:
     def _openai_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
-        from partwire.providers import chat_create
         from partwire.providers.transport import provider_http_client
 
         self._refuse_if_blocked()
         if self._openai is None:
-            self._openai = chat_create.install(
-                AsyncOpenAI(
-                    http_client=provider_http_client(follow_redirects=True),
-                    api_key=self.config.api_key or "not-needed",  # local servers need no key
-                    base_url=self.config.base_url,
-                    default_headers=self.config.headers or None,
-                    timeout=self.config.timeout_s,
-                    max_retries=0,
-                )
+            self._openai = AsyncOpenAI(
+                http_client=provider_http_client(follow_redirects=True),
+                api_key=self.config.api_key or "not-needed",  # local servers need no key
+                base_url=self.config.base_url,
+                default_headers=self.config.headers or None,
+                timeout=self.config.timeout_s,
+                max_retries=0,
             )
         return self._openai
 
@@ -116,6 +126,9 @@ class ProviderClient:
 
     async def close(self) -> None:
         self._models.clear()
+        if self._chat is not None:
+            await self._chat.close()
+            self._chat = None
         if self._openai is not None:
             await self._openai.close()
             self._openai = None
@@ -126,12 +139,14 @@ class ProviderClient:
 
 def _factory(client: ProviderClient) -> Callable[[str, Settings], LanguageModel]:
     def make(model_id: str, settings: Settings) -> LanguageModel:
-        from partwire.providers.library import ChatCompletionsModel, LibraryModel
-
         known = client.config.models.get(model_id)
-        chat = client.config.api in ("openai", "openai-compatible")
-        kind = ChatCompletionsModel if chat else LibraryModel
-        return kind(
+        if client.config.api in CHAT_APIS:
+            from partwire.providers.openai_chat import OpenAIChatModel
+
+            return OpenAIChatModel(client.chat(), model_id, known)
+        from partwire.providers.library import LibraryModel
+
+        return LibraryModel(
             client.config.id,
             model_id,
             lambda: client.model(model_id),
@@ -153,10 +168,12 @@ def register(settings: Settings) -> list[ProviderClient]:
 
 def warm_up(apis: set[str]) -> None:
     """Import what the first model call of these APIs needs (on a worker thread, after
-    the start): only the SDKs the configured providers use."""
-    import partwire.providers.library  # noqa: F401
-
+    the start): only the SDKs the configured providers use (Chat Completions use none)."""
+    if apis & set(CHAT_APIS):
+        import partwire.providers.openai_chat
+    if apis - set(CHAT_APIS):
+        import partwire.providers.library  # noqa: F401
     if "anthropic" in apis:
         import pydantic_ai.models.anthropic
-    if apis - {"anthropic"}:
+    if "openai-responses" in apis:
         import pydantic_ai.models.openai  # noqa: F401

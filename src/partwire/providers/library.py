@@ -1,5 +1,6 @@
-"""Real providers through pydantic-ai's direct streaming API (one library for all of them).
+"""OpenAI's Responses API and Anthropic through pydantic-ai's direct streaming API.
 
+(Chat Completions, OpenAI's and every compatible server's, go through ``openai_chat``.)
 ``LibraryModel`` turns our request into pydantic-ai messages, streams with
 ``model_request_stream``, and maps its part events onto our normalized stream
 events; its classified exceptions become ProviderErrors of the right kind.
@@ -11,22 +12,25 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 from pydantic_ai import exceptions as pa_errors
 from pydantic_ai import messages as pa
 from pydantic_ai.direct import model_request_stream
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
-from partwire.config import ModelConfig, key_source
+from partwire.config import ModelConfig
 from partwire.providers.catalog import cost, facts
-from partwire.providers.chat_chunks import ChunkDecoder, SseSplitter
+from partwire.providers.failures import (
+    auth_message,
+    connect_failure,
+    httpx_errors,
+    transport_error,
+    unreachable,
+)
 from partwire.providers.stream import (
     AssistantTurn,
     FileRef,
@@ -52,7 +56,6 @@ from partwire.providers.stream import (
     Usage,
     UserTurn,
 )
-from partwire.providers.transport import BODY_EXTENSION
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -217,56 +220,11 @@ def _finish(response: pa.ModelResponse, called: bool) -> FinishReason:
     return "tool-calls" if called and reason == "stop" else reason
 
 
-def auth_message(provider: str, status: int | None) -> str:
-    """What to fix when a provider refuses the key, instead of the SDK's raw error."""
-    where = key_source(provider)
-    refused = f" (HTTP {status})" if status else ""
-    return f"authentication failed for provider {provider}{refused}: check {where}"
-
-
-def _httpx_errors(name: str) -> tuple[type[Exception], ...]:
-    """httpx2's exception ``name`` (what the SDKs send through), and httpx's once anything
-    has imported it (some providers' clients): not imported, none of its errors exist."""
-    found: tuple[type[Exception], ...] = (getattr(httpx2, name),)
-    if (httpx := sys.modules.get("httpx")) is not None:
-        found += (getattr(httpx, name),)
-    return found
-
-
-UNREACHABLE_RETRY_S = 1.0  # connection refused is retried briefly, then named
-
-
-def _connect_failure(exc: BaseException) -> str | None:
-    """Why the connection behind an SDK error failed, if that is what went wrong."""
-    seen: set[int] = set()
-    reason: str | None = None
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(current, _httpx_errors("ConnectError")):
-            reason = str(current) or "cannot connect"
-        current = current.__cause__ or current.__context__
-    return reason
-
-
-def unreachable_message(provider: str, base_url: str | None, reason: str) -> str:
-    where = f" at {base_url}" if base_url else ""
-    fix = "its baseURL in partwire.json" if base_url else "your network"
-    return f"cannot reach provider {provider}{where} ({reason}): check {fix}"
-
-
 def classify(exc: Exception, provider: str, base_url: str | None = None) -> StreamError:
     """A pydantic-ai / SDK exception as our stream error, with retryability and kind."""
     message = str(exc)
-    if (failure := _connect_failure(exc)) is not None:
-        return StreamError(
-            unreachable_message(provider, base_url, failure),
-            retryable=True,
-            retry_after_s=UNREACHABLE_RETRY_S,
-            kind="unreachable",
-        )
+    if (failure := connect_failure(exc)) is not None:
+        return unreachable(provider, base_url, failure)
     retry_after = getattr(exc, "retry_after", None)
     status = getattr(exc, "status_code", None)
     if isinstance(exc, pa_errors.ModelAuthenticationError) or status in (401, 403):
@@ -277,9 +235,8 @@ def classify(exc: Exception, provider: str, base_url: str | None = None) -> Stre
         return StreamError(message, kind="output_length")
     if isinstance(exc, pa_errors.ContentFilterError):
         return StreamError(message, kind="content_filter")
-    if isinstance(exc, _httpx_errors("TransportError")):  # the stream broke off after it had begun
-        reason = str(exc) or type(exc).__name__
-        return StreamError(f"connection to provider {provider} lost: {reason}", retryable=True)
+    if isinstance(exc, httpx_errors("TransportError")):  # the stream broke off after it had begun
+        return transport_error(exc, provider, base_url)
     retryable = isinstance(
         exc,
         pa_errors.ModelRateLimitError
@@ -346,96 +303,3 @@ class LibraryModel:
         if isinstance(event, pa.PartEndEvent):
             return mapper.end(event.index, event.part)
         return []
-
-
-class ChatCompletionsModel(LibraryModel):
-    """OpenAI Chat Completions (and compatible servers), decoded without the SDK's models.
-
-    pydantic-ai builds and sends the request, so message mapping, settings and the
-    classification of a refused request are its own; the accepted stream's bytes are read
-    here and decoded by ``chat_chunks`` (a dict per chunk, no pydantic model, no generator
-    stack), which is what a streamed token costs on the hot path.
-    """
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        yield StreamStart()
-        model = self._build()
-        decoder = ChunkDecoder(getattr(model, "system", self.provider_id))
-        failures: tuple[type[Exception], ...] = (
-            pa_errors.AgentRunError,
-            pa_errors.UserError,
-            *_httpx_errors("TransportError"),
-        )
-        try:
-            opened = await _open_chat_stream(model, request, self.provider_id)
-            if isinstance(opened, pa.ModelResponse):  # refused by a content filter up front
-                yield StreamError(
-                    "the provider's content filter refused the prompt", kind="content_filter"
-                )
-                return
-            async with opened:
-                yield StartStep()
-                async for event in _decode(opened.response, decoder):
-                    yield event
-        except failures as exc:
-            for event in decoder.finish():
-                yield event
-            yield classify(exc, self.provider_id, self.base_url)
-            return
-        for event in decoder.finish():
-            yield event
-        if decoder.error is not None:
-            yield decoder.error
-            return
-        reason = decoder.reason()
-        yield FinishStep(reason, decoder.usage)
-        yield Finish(reason)
-
-
-async def _open_chat_stream(model: Model, request: ModelRequest, provider: str) -> Any:
-    """The SDK's stream object once the provider accepted the request (not yet read)."""
-    settings, parameters = _prepared(model, request, provider)
-    create = model._completions_create  # type: ignore[attr-defined]
-    return await create(to_messages(request, provider), True, dict(settings or {}), parameters)
-
-
-# pydantic-ai's prepare_request rewrites every tool's JSON schema for the model's profile:
-# about 3 ms a request with the built-in tools, paid again by every step of every session.
-# Its result depends only on the model and the tools, so it is kept (the SDK builds fresh
-# request dicts from it each time; nothing downstream changes it).
-_PREPARED: OrderedDict[tuple[str, str, str], tuple[Any, ModelRequestParameters]] = OrderedDict()
-_PREPARED_MAX = 64
-
-
-def _prepared(
-    model: Model, request: ModelRequest, provider: str
-) -> tuple[Any, ModelRequestParameters]:
-    tools = json.dumps([[t.name, t.description, t.parameters] for t in request.tools])
-    key = (provider, model.model_name, tools)
-    found = _PREPARED.get(key)
-    if found is None:
-        found = _PREPARED[key] = model.prepare_request(None, _parameters(request))
-        if len(_PREPARED) > _PREPARED_MAX:
-            _PREPARED.popitem(last=False)
-    else:
-        _PREPARED.move_to_end(key)
-    return found
-
-
-async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:
-    splitter = SseSplitter()
-    body = response.extensions.get(BODY_EXTENSION)
-    raw_chunks = (
-        body.chunks()
-        if body is not None and "content-encoding" not in response.headers
-        else response.aiter_bytes()
-    )
-    async for raw in raw_chunks:
-        for data in splitter.feed(raw):
-            for event in decoder.feed_data(data):
-                yield event
-            if decoder.error is not None:
-                return
-    for data in splitter.close():
-        for event in decoder.feed_data(data):
-            yield event

@@ -61,6 +61,8 @@ class Subscription:
         self._limit = limit
         self._items: deque[Event | _Merged] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        # the consumer's loop, kept: asyncio.get_running_loop() costs a getpid() on 3.11
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._idle_due = False  # the heartbeat timer found the stream quiet
         self.overflowed = False
         self.closed = False
@@ -96,7 +98,10 @@ class Subscription:
             waiter.set_result(None)
 
     async def _wait(self) -> None:
-        self._waiter = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        self._waiter = loop.create_future()
         try:
             await self._waiter
         finally:

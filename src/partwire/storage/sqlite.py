@@ -102,6 +102,7 @@ class SqliteStore:
         # the next delta raises it instead of queueing writes that cannot land
         self.failure: StorageError | None = None
         self.epoch = 0  # the event log's (ids.logged_event_id); read at open
+        self._loop: asyncio.AbstractEventLoop | None = None  # the writer's; set at open
         self._open = False
 
     def _new_writer(self) -> Writer:
@@ -118,8 +119,12 @@ class SqliteStore:
         start the writer. Any problem is a StorageError naming the file; a database
         found damaged or too new is not changed."""
         self.epoch, last_seq = await asyncio.to_thread(self._prepare)
-        self._writer.start(asyncio.get_running_loop(), self._deliver, self.epoch, last_seq)
+        self._start_writer(last_seq)
         self._open = True
+
+    def _start_writer(self, last_seq: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._writer.start(self._loop, self._deliver, self.epoch, last_seq, self._delta_lost)
 
     def _prepare(self) -> tuple[int, int]:
         try:
@@ -171,12 +176,9 @@ class SqliteStore:
         """Forget the last delta failure: a new model call tries the disk again."""
         self.failure = None
 
-    def _observe_delta(self, future: asyncio.Future[None]) -> None:
-        """Nobody awaits a delta's future unless the writer is behind: its failure is
-        kept in ``failure`` so that the next delta raises it."""
-        if future.cancelled():
-            return
-        exc = future.exception()
+    def _delta_lost(self, exc: BaseException) -> None:
+        """Nobody awaits a delta's write unless the writer is behind: its failure is kept
+        in ``failure`` so that the next delta raises it."""
         if isinstance(exc, StorageError):
             self.failure = exc
 
@@ -187,7 +189,8 @@ class SqliteStore:
     # ---- writes --------------------------------------------------------------------------
 
     def _submit(self, write: Write) -> asyncio.Future[None]:
-        write.future = asyncio.get_running_loop().create_future()
+        assert self._loop is not None, "the store is not open"
+        write.future = self._loop.create_future()
         self._backlog += 1
         self._writer.submit(write)
         return write.future
@@ -250,10 +253,12 @@ class SqliteStore:
     async def append_delta(self, delta: PartDeltaProps) -> None:
         if self.failure is not None:
             raise self.failure
-        future = self._submit(DeltaAppend(delta=delta))
-        future.add_done_callback(self._observe_delta)
-        if self._backlog > BACKLOG_HIGH_WATER:
-            await future
+        write = DeltaAppend(delta=delta)
+        if self._backlog >= BACKLOG_HIGH_WATER:
+            await self._submit(write)
+        else:  # not awaited: a failure comes back through _delta_lost
+            self._backlog += 1
+            self._writer.submit(write)
 
     async def publish(self, events: list[Draft]) -> None:
         await self._submit(Write(events=events))

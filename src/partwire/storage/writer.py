@@ -219,6 +219,8 @@ class DeltaAppend(Write):
 
 
 Deliver = Callable[[list[Write], list[Event]], None]
+# told (on the loop) why a write that nobody awaits (a delta) failed
+Lost = Callable[[BaseException], None]
 
 
 class Sequencer(Protocol):
@@ -291,6 +293,7 @@ class Writer:
         self._pending: list[Write] = []
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
+        self._lost: Lost | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # SQLite's WAL is copied back by its own thread (checkpoints: its connections)
         self.checkpointer = Checkpointer(checkpoints) if checkpoints is not None else None
@@ -302,9 +305,14 @@ class Writer:
         self.batches = 0
 
     def start(
-        self, loop: asyncio.AbstractEventLoop, deliver: Deliver, epoch: int, last_seq: int
+        self,
+        loop: asyncio.AbstractEventLoop,
+        deliver: Deliver,
+        epoch: int,
+        last_seq: int,
+        lost: Lost | None = None,
     ) -> None:
-        self._loop, self._deliver = loop, deliver
+        self._loop, self._deliver, self._lost = loop, deliver, lost
         self.epoch, self.last_seq = epoch, last_seq
         if self.checkpointer is not None:
             self.checkpointer.start()
@@ -438,6 +446,8 @@ class Writer:
         for write, exc in failed:
             if write.future is not None:
                 self._loop.call_soon_threadsafe(_fail, write.future, self._describe(exc))
+            elif self._lost is not None:
+                self._loop.call_soon_threadsafe(self._lost, self._describe(exc))
         self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)

@@ -1,16 +1,18 @@
 """Capacity benchmark: how many live sessions one server carries at a model's pace.
 
     python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50] [--stagger-ms 0]
+                             [--watch event|session]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
 step (bench/_server.py, the mock configured as its provider), and this client, which
-follows GET /event. Each step starts K sessions at once (or ``--stagger-ms`` apart, as
-users arriving one after another while the others stream), each streaming ``--tokens``
-tokens, and measures every delta's latency (from the processor taking it off the
-provider stream to this client reading it) and the server's CPU time. K grows until
-the p99 latency passes ``--limit-ms``; the table shows each step, and the last line the
-largest K that stayed under it.
+follows GET /event (or, with ``--watch session``, opens each session's part-frame stream,
+``GET /session/{id}/stream``, as many users each watching their own). Each step starts K
+sessions at once (or ``--stagger-ms`` apart, as users arriving one after another while
+the others stream), each streaming ``--tokens`` tokens, and measures every delta's
+latency (from the processor taking it off the provider stream to this client reading it)
+and the server's CPU time. K grows until the p99 latency passes ``--limit-ms``; the table
+shows each step, and the last line the largest K that stayed under it.
 """
 
 from __future__ import annotations
@@ -118,6 +120,73 @@ async def follow(
         writer.close()
 
 
+async def _watch_one(url: str, session: str, received: dict[str, int], ready: asyncio.Event,
+                     go: asyncio.Event) -> None:  # fmt: skip
+    """GET /session/{id}/stream (part frames) on the session's own server: note when each
+    delta arrived, until the session's assistant message completes."""
+    host, port = url.rsplit("//", 1)[1].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    frames = _EventReader()
+    try:
+        request = f"GET /session/{session}/stream HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        writer.write(request.encode())
+        await writer.drain()
+        while not any(line.startswith(b"event: reset") for line in frames.lines):
+            data = await reader.read(65536)
+            if not data:
+                raise RuntimeError(f"the server closed the stream of {session}")
+            frames.parser.feed_data(data)
+        frames.lines.clear()
+        ready.set()
+        await go.wait()
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                raise RuntimeError(f"the server closed the stream of {session}")
+            now = time.time_ns()
+            frames.parser.feed_data(data)
+            for line in frames.lines:
+                if line.startswith(b"data: ") and b'"part_delta"' in line:
+                    delta = json.loads(line[6:]).get("delta")
+                    if delta is not None:
+                        received[delta] = now
+                elif b'"message_complete"' in line and b'"role":"assistant"' in line:
+                    return
+            frames.lines.clear()
+    finally:
+        writer.close()
+
+
+async def watch_sessions(
+    prompts: list[tuple[str, str]], received: dict[str, int], stagger_s: float = 0.0
+) -> None:
+    """As ``follow``, but each session is watched by a client of its own, on the server it
+    was prompted through (a sticky load balancer's users, each with a session open)."""
+    go = asyncio.Event()
+    readies = [asyncio.Event() for _ in prompts]
+    watchers = [
+        asyncio.create_task(_watch_one(url, sid, received, ready, go))
+        for (url, sid), ready in zip(prompts, readies, strict=True)
+    ]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(ready.wait() for ready in readies)), 60)
+        go.set()
+        body = {"parts": [{"type": "text", "text": "stream please"}]}
+        async with httpx.AsyncClient(timeout=120) as http:
+
+            async def prompt(server: str, session: str, delay_s: float) -> None:
+                await asyncio.sleep(delay_s)
+                await http.post(f"{server}/session/{session}/prompt_async", json=body)
+
+            await asyncio.gather(
+                *(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
+            )
+            await asyncio.wait_for(asyncio.gather(*watchers), 300)
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+
+
 @asynccontextmanager
 async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]]:
     """A fresh bench/_server.py (``extra`` arguments added) with the mock model as its
@@ -148,8 +217,11 @@ async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]
             await asyncio.wait_for(server.wait(), 10)
 
 
-async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0) -> Step:
-    """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered)."""
+async def step(
+    sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0, watch: str = "event"
+) -> Step:
+    """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered),
+    followed on GET /event or (``watch="session"``) each on a stream of its own."""
     async with (
         serving(model_port) as (url, pid),
         httpx.AsyncClient(base_url=url, timeout=120) as http,
@@ -161,7 +233,11 @@ async def step(sessions: int, tokens: int, model_port: int, stagger_s: float = 0
         ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
         received: dict[str, int] = {}
         cpu_before = _cpu_s(pid)
-        await follow(port, [(url, sid) for sid in ids], received, stagger_s)
+        prompts = [(url, sid) for sid in ids]
+        if watch == "session":
+            await watch_sessions(prompts, received, stagger_s)
+        else:
+            await follow(port, prompts, received, stagger_s)
         cpu = _cpu_s(pid) - cpu_before
         emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
     expected = sessions * tokens
@@ -203,6 +279,12 @@ async def main() -> None:
     parser.add_argument(
         "--stagger-ms", type=float, default=0, help="prompt the sessions this far apart"
     )
+    parser.add_argument(
+        "--watch",
+        choices=["event", "session"],
+        default="event",
+        help="one client on GET /event, or a client per session on its part-frame stream",
+    )
     args = parser.parse_args()
     model_port = _free_port()
     model = await asyncio.create_subprocess_exec(
@@ -215,7 +297,9 @@ async def main() -> None:
     try:
         await asyncio.sleep(1.0)  # the mock binds its port
         for sessions in (k for k in STEPS if k <= args.max_sessions):
-            steps.append(await step(sessions, args.tokens, model_port, args.stagger_ms / 1000))
+            steps.append(
+                await step(sessions, args.tokens, model_port, args.stagger_ms / 1000, args.watch)
+            )
             if steps[-1].p99_ms > args.limit_ms:
                 break
     finally:
@@ -225,6 +309,7 @@ async def main() -> None:
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
         + (f"prompted {args.stagger_ms:g} ms apart" if args.stagger_ms else "prompted at once")
+        + (", a client per session" if args.watch == "session" else ", one client on /event")
     )
     print(table(steps))
     under = [s for s in steps if s.p99_ms <= args.limit_ms]

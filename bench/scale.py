@@ -2,6 +2,7 @@
 
     python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 200]
                           [--fanout notify redis] [--capacity [--limit-ms 50]]
+                          [--cpu-quota 0.4] [--watch event|session]
 
 For each number of servers and of sessions: a throwaway Postgres cluster's fresh
 database, that many servers on it (bench/_server.py, the mock model of
@@ -15,6 +16,10 @@ shows p50/p99 and the servers' CPU per 1k deltas. With ``--capacity`` it instead
 the number of sessions for each number of servers (capacity.py's steps) until p99 passes
 ``--limit-ms``, and prints the largest number each carried and their ratio. Needs
 Postgres and, for Redis, redis-server installed (``make test`` installs both).
+
+With ``--watch session`` there is no global client: each session is watched by a client
+of its own, on its part-frame stream on the server it was prompted through (users behind
+a sticky load balancer). A server then parses and sends only its own clients' sessions.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
-from capacity import STEPS, Step, _cpu_s, follow, serving  # noqa: E402
+from capacity import STEPS, Step, _cpu_s, follow, serving, watch_sessions  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
@@ -48,13 +53,14 @@ async def run(
     pg: PostgresServer,
     redis: RedisServer | None,
     cpu_quota: float | None = None,
+    watch: str = "event",
 ) -> Step:
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
     quotas: list[CpuQuota] = []
     try:
-        return await _measured(instances, sessions, model_port, shared, cpu_quota, quotas)
+        return await _measured(instances, sessions, model_port, shared, cpu_quota, quotas, watch)
     finally:
         for quota in quotas:  # once their servers have exited
             quota.remove()
@@ -67,6 +73,7 @@ async def _measured(
     shared: list[str],
     cpu_quota: float | None,
     quotas: list[CpuQuota],
+    watch: str,
 ) -> Step:
     async with AsyncExitStack() as stack:
         servers = [
@@ -86,7 +93,10 @@ async def _measured(
                 prompts.append((url, (await http.post(f"{url}/session", json={})).json()["id"]))
             received: dict[str, int] = {}
             cpu_before = sum(_cpu_s(pid) for _, pid in servers)
-            await follow(port, prompts, received)
+            if watch == "session":  # each on the server it prompted through
+                await watch_sessions(prompts, received)
+            else:
+                await follow(port, prompts, received)
             cpu = sum(_cpu_s(pid) for _, pid in servers) - cpu_before
             emits: dict[str, int] = {}
             for url in urls:
@@ -111,12 +121,12 @@ def row(fanout: str, instances: int, step: Step) -> list[str]:
 
 async def largest(
     instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
-    limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None,
+    limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None, watch: str,
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
     best = 0
     for sessions in (k for k in STEPS if instances <= k <= most):
-        step = await run(instances, sessions, model_port, pg, redis, cpu_quota)
+        step = await run(instances, sessions, model_port, pg, redis, cpu_quota, watch)
         rows.append(row("redis" if redis else "notify", instances, step))
         if step.p99_ms > limit_ms:
             break
@@ -143,6 +153,13 @@ async def main() -> None:
         type=float,
         help="CPUs each server may use (a cgroup quota; root): servers as on machines of "
         "their own, the rest of the machine left to Postgres, Redis, the model and client",
+    )
+    parser.add_argument(
+        "--watch",
+        choices=["event", "session"],
+        default="event",
+        help="one client on the first server's GET /event, or a client per session on its "
+        "part-frame stream, on the server the session was prompted through",
     )
     args = parser.parse_args()
     bindir, redis_binary = server_bin(), server_path()
@@ -183,6 +200,7 @@ async def main() -> None:
                         args.max_sessions,
                         rows,
                         args.cpu_quota,
+                        args.watch,
                     )
                     for n in args.instances
                 }
@@ -196,7 +214,9 @@ async def main() -> None:
                 continue
             for instances in args.instances:
                 for sessions in args.sessions:
-                    step = await run(instances, sessions, model_port, pg, through, args.cpu_quota)
+                    step = await run(
+                        instances, sessions, model_port, pg, through, args.cpu_quota, args.watch
+                    )
                     rows.append(row(fanout, instances, step))
     finally:
         model.terminate()
@@ -209,6 +229,7 @@ async def main() -> None:
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer "
         "(a test cluster: fsync off)"
         + (f"; each server held to {args.cpu_quota:g} CPU" if args.cpu_quota else "")
+        + ("; a client per session" if args.watch == "session" else "; one client on /event")
     )
     print(aligned([tuple(r) for r in rows]))
     for line in found:

@@ -75,7 +75,7 @@ async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
         "--stagger-ms", "30", limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
-    assert lines[0].endswith("prompted 30 ms apart")
+    assert lines[0].endswith("prompted 30 ms apart, one client on /event")
     assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
 
 
@@ -92,6 +92,30 @@ async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
         [fanout, servers, "4", "80"] for fanout in ("notify", "redis") for servers in "12"
     ]
     assert all(float(row[5]) > 0 and int(row[6]) > 0 for row in rows)  # p99, CPU measured
+
+
+async def test_capacity_bench_watches_each_session_on_its_own_stream_when_asked() -> None:
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        "--watch", "session", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("a client per session")
+    rows = [row.split() for row in lines[3:5]]
+    assert [row[:2] for row in rows] == [["1", "20"], ["5", "100"]]  # every delta, per stream
+    assert all(float(row[3]) > 0 and int(row[4]) > 0 for row in rows)  # p99, CPU measured
+
+
+async def test_scale_bench_watches_each_session_on_the_server_it_was_prompted_through(
+    postgres: PostgresServer,
+) -> None:
+    out = await run_bench(
+        "scale.py", "--instances", "2", "--sessions", "4", "--fanout", "notify",
+        "--tokens", "20", "--rate", "200", "--watch", "session", limit_s=240,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("a client per session")
+    assert [line.split()[:4] for line in lines[3:]] == [["notify", "2", "4", "80"]]
 
 
 async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
@@ -121,7 +145,7 @@ async def test_scale_bench_holds_each_server_to_a_cpu_quota(postgres: PostgresSe
         "scale.py", "--cpu-quota", "0.5", "--instances", "2", "--sessions", "4",
         "--fanout", "notify", "--tokens", "20", "--rate", "200", limit_s=240,
     )  # fmt: skip
-    assert out.splitlines()[0].endswith("each server held to 0.5 CPU")
+    assert out.splitlines()[0].endswith("each server held to 0.5 CPU; one client on /event")
     assert [line.split()[:4] for line in out.splitlines()[3:]] == [["notify", "2", "4", "80"]]
     assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
 

@@ -7,6 +7,7 @@ import pytest
 from partwire.bus import Bus
 from partwire.schema.event import (
     Empty,
+    Event,
     MessagePartDelta,
     PartDeltaProps,
     ServerHeartbeat,
@@ -108,3 +109,46 @@ async def test_batches_yield_a_heartbeat_only_after_quiet() -> None:
     subscription.close()
     await asyncio.wait_for(task, 1)
     assert seen[:6] == ["message.part.delta"] * 6
+
+
+def _session_delta(session: str, n: int) -> Event:
+    props = PartDeltaProps(
+        session_id=session, message_id="msg_1", part_id="prt_1", field="text", delta=f"w{n}"
+    )
+    return MessagePartDelta(props).with_id(f"evt_{n:04d}")
+
+
+async def test_a_session_scoped_subscription_gets_only_that_sessions_events() -> None:
+    bus = Bus()
+    mine = bus.subscribe("message.part.delta", "session.idle", session_id="ses_a")
+    deltas_of_b = bus.subscribe("message.part.delta", session_id="ses_b")
+    everything = bus.subscribe_all()
+    bus.publish(_session_delta("ses_a", 1))
+    bus.publish(_session_delta("ses_b", 2))
+    bus.publish(SessionIdle(SessionRef(sessionID="ses_a")).with_id("evt_0003"))
+    bus.publish(ServerHeartbeat(Empty()).with_id("evt_0004"))  # no session: scoped ones skip it
+    assert [e.id for e in mine.drain()] == ["evt_0001", "evt_0003"]
+    assert [e.id for e in deltas_of_b.drain()] == ["evt_0002"]
+    assert [e.id for e in everything.drain()] == ["evt_0001", "evt_0002", "evt_0003", "evt_0004"]
+
+
+async def test_takes_answers_for_a_type_and_session_and_forgets_closed_subscriptions() -> None:
+    bus = Bus()
+    assert not bus.takes("message.part.delta", "ses_a")
+    scoped = bus.subscribe("message.part.delta", session_id="ses_a")
+    assert bus.takes("message.part.delta", "ses_a")
+    assert not bus.takes("message.part.delta", "ses_b")
+    assert not bus.takes("session.idle", "ses_a")
+    assert bus.takes("message.part.delta", None)  # session not known: some subscriber takes it
+    statuses = bus.subscribe("session.status")
+    assert bus.takes("session.status", "ses_z")
+    assert not bus.takes("message.part.delta", "ses_b")
+    scoped.close()
+    statuses.close()
+    assert not bus.takes("message.part.delta", "ses_a")
+    assert not bus.takes("session.status", "ses_z")
+    bus.publish(_session_delta("ses_a", 5))  # nobody left: nothing to offer, nothing raised
+    assert scoped.drain() == []
+    everything = bus.subscribe_all()
+    assert bus.takes("anything.at.all", None)
+    everything.close()

@@ -55,9 +55,12 @@ class _Merged:
 class Subscription:
     """A queue of events for one consumer; iterate it or call :meth:`get`."""
 
-    def __init__(self, bus: Bus, types: frozenset[str] | None, limit: int) -> None:
+    def __init__(
+        self, bus: Bus, types: frozenset[str] | None, limit: int, session_id: str | None = None
+    ) -> None:
         self._bus = bus
         self.types = types  # None: every type
+        self.session_id = session_id  # None: every session's events (and sessionless ones)
         self._limit = limit
         self._items: deque[Event | _Merged] = deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -70,6 +73,8 @@ class Subscription:
         self.peak = 0
 
     def wants(self, event: Event) -> bool:
+        if self.session_id is not None and event.session_id != self.session_id:
+            return False
         return self.types is None or event.type in self.types
 
     def offer(self, event: Event) -> None:
@@ -174,38 +179,68 @@ class Subscription:
 
 
 class Bus:
+    """Subscriptions to every session's events are offered each event; a subscription to
+    one session's (``session_id=``) only that session's: a server with a stream open for
+    each of 150 sessions wakes one of them per delta, not all 150."""
+
     def __init__(self, queue_limit: int = DEFAULT_QUEUE_LIMIT) -> None:
         self._subscribers: list[Subscription] = []
+        self._everywhere: list[Subscription] = []
+        self._by_session: dict[str, list[Subscription]] = {}
         self._queue_limit = queue_limit
 
-    def subscribe(self, *types: str) -> Subscription:
-        return self._add(frozenset(types))
+    def subscribe(self, *types: str, session_id: str | None = None) -> Subscription:
+        """Events of these types; with ``session_id``, only those whose properties name
+        that session (the session-scoped transports drop the others anyway)."""
+        return self._add(frozenset(types), session_id)
 
     def subscribe_all(self) -> Subscription:
-        return self._add(None)
+        return self._add(None, None)
 
-    def _add(self, types: frozenset[str] | None) -> Subscription:
-        subscription = Subscription(self, types, self._queue_limit)
+    def _add(self, types: frozenset[str] | None, session_id: str | None) -> Subscription:
+        subscription = Subscription(self, types, self._queue_limit, session_id)
         self._subscribers.append(subscription)
+        if session_id is None:
+            self._everywhere.append(subscription)
+        else:
+            self._by_session.setdefault(session_id, []).append(subscription)
         return subscription
 
-    def wanted_types(self) -> frozenset[str] | None:
-        """The event types some subscriber takes now (None: every type)."""
-        wanted: set[str] = set()
-        for subscriber in self._subscribers:
-            if subscriber.types is None:
-                return None
-            wanted |= subscriber.types
-        return frozenset(wanted)
+    def takes(self, event_type: str, session_id: str | None) -> bool:
+        """Whether some subscriber would take an event of this type (and of this session;
+        None: not known, any session's subscriber counts)."""
+        for subscriber in self._everywhere:
+            if subscriber.types is None or event_type in subscriber.types:
+                return True
+        if session_id is not None:
+            scoped: list[Subscription] = self._by_session.get(session_id, [])
+        else:
+            scoped = [s for group in self._by_session.values() for s in group]
+        return any(s.types is None or event_type in s.types for s in scoped)
 
     def unsubscribe(self, subscription: Subscription) -> None:
-        if subscription in self._subscribers:
-            self._subscribers.remove(subscription)
+        if subscription not in self._subscribers:
+            return
+        self._subscribers.remove(subscription)
+        if subscription.session_id is None:
+            self._everywhere.remove(subscription)
+            return
+        group = self._by_session[subscription.session_id]
+        group.remove(subscription)
+        if not group:
+            del self._by_session[subscription.session_id]
 
     def publish(self, event: Event) -> None:
-        for subscriber in tuple(self._subscribers):
-            if subscriber.wants(event):
+        for subscriber in tuple(self._everywhere):
+            if subscriber.types is None or event.type in subscriber.types:
                 subscriber.offer(event)
+        if self._by_session:
+            session_id = event.session_id
+            group = self._by_session.get(session_id) if session_id is not None else None
+            if group:
+                for subscriber in tuple(group):
+                    if subscriber.types is None or event.type in subscriber.types:
+                        subscriber.offer(event)
 
     def publish_many(self, events: Iterable[Event]) -> None:
         for event in events:

@@ -109,6 +109,50 @@ async def test_a_server_parses_only_the_other_servers_events_something_here_take
         await second.close()
 
 
+async def test_a_server_parses_only_the_sessions_its_scoped_subscribers_watch(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose clients each watch one session (part frames, the hub, AI SDK
+    streams) parses the other servers' rows of those sessions only: the session is read
+    from the row's head, not from parsed JSON."""
+    from partwire.storage import postgres as module
+
+    parsed: list[str | None] = []
+
+    def counted(framed: Event) -> Event:
+        event = parse_logged(framed)
+        parsed.append(event.session_id)
+        return event
+
+    monkeypatch.setattr(module, "parse_logged", counted)
+    url = postgres.new_database()
+    first, second = PostgresStore(url, Bus()), PostgresStore(url, Bus())
+    await first.open()
+    await second.open()
+    try:
+        watched = second.bus.subscribe("session.idle", session_id="ses_a")
+        for sid in ("ses_a", "ses_b", "ses_c", "ses_a"):
+            await first.publish([SessionIdle(SessionRef(sessionID=sid))])
+        await second.publish([SessionIdle(SessionRef(sessionID="ses_a"))])  # settles: published
+        assert [e.session_id for e in watched.drain()] == ["ses_a"] * 3
+        assert "ses_b" not in parsed and "ses_c" not in parsed
+        assert parsed.count("ses_a") >= 2  # the other server's two (ours may be parsed too)
+    finally:
+        await first.close()
+        await second.close()
+
+
+def test_the_session_of_a_row_is_read_from_its_head_or_left_unknown() -> None:
+    from partwire.storage.postgres import _session_of_row
+
+    delta = '{"sessionID":"ses_1","messageID":"msg_1","partID":"prt_1","field":"text","delta":"x"}'
+    assert _session_of_row(delta) == "ses_1"
+    assert _session_of_row('{"sessionID":null,"error":{}}') is None
+    assert _session_of_row('{"info":{"sessionID":"ses_1"}}') is None
+    assert _session_of_row('{"sessionID":"ses_\\"x","a":1}') is None  # escaped: unknown
+    assert _session_of_row('{"sessionID":"ses_1') is None  # cut short
+
+
 async def test_a_database_that_cannot_be_reached_is_named_without_its_password(
     postgres: PostgresServer,
 ) -> None:

@@ -175,7 +175,7 @@ class SessionLoop:
         """The answer of the server that runs the session: its last assistant message
         once the session goes idle (every server sees every server's events)."""
         assert self.ownership.bus is not None
-        subscription = self.ownership.bus.subscribe("session.idle")
+        subscription = self.ownership.bus.subscribe("session.idle", session_id=session_id)
 
         async def answer() -> AssistantWithParts:
             try:

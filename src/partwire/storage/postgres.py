@@ -203,11 +203,12 @@ class PostgresStore(SqliteStore):
 
     def _publish(self, rows: list[tuple[int, str, str]]) -> None:
         """On the loop: the log's next rows, in order; ours as committed, others' parsed,
-        unless nothing here subscribes to their type (a server nobody follows parses no
-        other server's deltas)."""
+        unless nothing here subscribes to their type and session (a server nobody follows
+        parses no other server's deltas; one whose clients each watch a session of their
+        own parses only those sessions' deltas)."""
         if not rows or rows[-1][0] <= self._published:
             return
-        wanted = self.bus.wanted_types()
+        takes = self.bus.takes
         events: list[Event] = []
         for seq, kind, payload in rows:
             if seq <= self._published:
@@ -215,7 +216,7 @@ class PostgresStore(SqliteStore):
             ours = self._ours.pop(seq, None)
             if ours is not None:
                 events.append(ours)
-            elif wanted is None or kind in wanted:
+            elif takes(kind, _session_of_row(payload)):
                 events.append(parse_logged(self._logged(seq, kind, payload)))
         self._published = rows[-1][0]
         self.bus.publish_many(events)
@@ -297,3 +298,17 @@ class _SharedLog:
     def committed(self, events: list[Event]) -> None:
         if self._appender is not None:
             self._appender.append(events)
+
+
+_SESSION_HEAD = '{"sessionID":"'
+
+
+def _session_of_row(payload: str) -> str | None:
+    """The session a logged event's properties name first (deltas, statuses: read without
+    parsing the JSON); None when they don't start with it."""
+    if not payload.startswith(_SESSION_HEAD):
+        return None
+    end = payload.find('"', len(_SESSION_HEAD))
+    if end < 0 or "\\" in payload[len(_SESSION_HEAD) : end]:  # escaped: not worth reading
+        return None
+    return payload[len(_SESSION_HEAD) : end]

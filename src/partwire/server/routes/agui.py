@@ -169,7 +169,7 @@ async def run(request: Request) -> Response:
         )
     view = AguiView(body.thread_id, body.run_id, await runtime.store.get_todos(session.id))
     stream = TurnStream(session.id, view)
-    subscription = runtime.bus.subscribe(*UI_EVENTS)
+    subscription = runtime.bus.subscribe(*UI_EVENTS, session_id=session.id)
     try:
         if cursor:
             head = await runtime.store.last_event_id()

@@ -203,7 +203,7 @@ async def _prompt(
         problems = "; ".join(str(error["msg"]) for error in exc.errors()[:3])
         raise BadRequestError(f"the last user message is no prompt: {problems}") from None
     session, project, created = await chat_session(request, body.id)
-    subscription = runtime.bus.subscribe(*UI_EVENTS)
+    subscription = runtime.bus.subscribe(*UI_EVENTS, session_id=session.id)
     try:
         await enqueue_prompt(project, session, prompt, created=created)
     except BaseException:
@@ -226,7 +226,7 @@ async def _answer(
     session = await session_for(runtime, body.id)
     if session is None:
         raise NotFoundError("Chat", body.id)
-    subscription = runtime.bus.subscribe(*UI_EVENTS)
+    subscription = runtime.bus.subscribe(*UI_EVENTS, session_id=session.id)
     try:
         replies: list[tuple[str, PermissionReply, str | None]] = [
             (a, "once", None) if ok else (a, "reject", why) for a, ok, why in answers
@@ -254,7 +254,7 @@ async def resume(request: Request, chatID: str) -> Response:
         raise NotFoundError("Chat", chatID)
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)
-    subscription = runtime.bus.subscribe(*UI_EVENTS)
+    subscription = runtime.bus.subscribe(*UI_EVENTS, session_id=session.id)
     try:
         head = await runtime.store.last_event_id()
         events = await history(runtime, session.id, head)

@@ -73,6 +73,19 @@ class _EventReader:
         self.lines += lines
 
 
+async def _prompt_all(
+    http: httpx.AsyncClient, prompts: list[tuple[str, str]], stagger_s: float
+) -> None:
+    """Prompt each (server URL, session), at once or one every ``stagger_s``."""
+    body = {"parts": [{"type": "text", "text": "stream please"}]}
+
+    async def prompt(server: str, session: str, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        await http.post(f"{server}/session/{session}/prompt_async", json=body)
+
+    await asyncio.gather(*(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts)))
+
+
 async def follow(
     port: int,
     prompts: list[tuple[str, str]],
@@ -89,17 +102,9 @@ async def follow(
         while not any(b'"server.connected"' in line for line in events.lines):
             events.parser.feed_data(await reader.read(65536))
         events.lines.clear()
-        body = {"parts": [{"type": "text", "text": "stream please"}]}
         async with httpx.AsyncClient(timeout=120) as http:
-
-            async def prompt(server: str, session: str, delay_s: float) -> None:
-                await asyncio.sleep(delay_s)
-                await http.post(f"{server}/session/{session}/prompt_async", json=body)
-
             # at once (K users pressing enter together) or one every stagger_s, read meanwhile
-            prompting = asyncio.gather(
-                *(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
-            )
+            prompting = asyncio.ensure_future(_prompt_all(http, prompts, stagger_s))
             waiting = {sid for _, sid in prompts}
             while waiting:
                 if prompting.done() and prompting.exception() is not None:
@@ -171,16 +176,8 @@ async def watch_sessions(
     try:
         await asyncio.wait_for(asyncio.gather(*(ready.wait() for ready in readies)), 60)
         go.set()
-        body = {"parts": [{"type": "text", "text": "stream please"}]}
         async with httpx.AsyncClient(timeout=120) as http:
-
-            async def prompt(server: str, session: str, delay_s: float) -> None:
-                await asyncio.sleep(delay_s)
-                await http.post(f"{server}/session/{session}/prompt_async", json=body)
-
-            await asyncio.gather(
-                *(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
-            )
+            await _prompt_all(http, prompts, stagger_s)
             await asyncio.wait_for(asyncio.gather(*watchers), 300)
     finally:
         for watcher in watchers:

@@ -72,10 +72,8 @@ class Subscription:
         self.merged = 0
         self.peak = 0
 
-    def wants(self, event: Event) -> bool:
-        if self.session_id is not None and event.session_id != self.session_id:
-            return False
-        return self.types is None or event.type in self.types
+    def takes_type(self, event_type: str) -> bool:
+        return self.types is None or event_type in self.types
 
     def offer(self, event: Event) -> None:
         if self.closed:
@@ -209,14 +207,13 @@ class Bus:
     def takes(self, event_type: str, session_id: str | None) -> bool:
         """Whether some subscriber would take an event of this type (and of this session;
         None: not known, any session's subscriber counts)."""
-        for subscriber in self._everywhere:
-            if subscriber.types is None or event_type in subscriber.types:
-                return True
+        if any(s.takes_type(event_type) for s in self._everywhere):
+            return True
         if session_id is not None:
             scoped: list[Subscription] = self._by_session.get(session_id, [])
         else:
             scoped = [s for group in self._by_session.values() for s in group]
-        return any(s.types is None or event_type in s.types for s in scoped)
+        return any(s.takes_type(event_type) for s in scoped)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         if subscription not in self._subscribers:
@@ -231,16 +228,11 @@ class Bus:
             del self._by_session[subscription.session_id]
 
     def publish(self, event: Event) -> None:
-        for subscriber in tuple(self._everywhere):
-            if subscriber.types is None or event.type in subscriber.types:
+        session_id = event.session_id if self._by_session else None
+        scoped = self._by_session.get(session_id, []) if session_id is not None else []
+        for subscriber in (*self._everywhere, *scoped):  # a copy: offer() may unsubscribe
+            if subscriber.takes_type(event.type):
                 subscriber.offer(event)
-        if self._by_session:
-            session_id = event.session_id
-            group = self._by_session.get(session_id) if session_id is not None else None
-            if group:
-                for subscriber in tuple(group):
-                    if subscriber.types is None or event.type in subscriber.types:
-                        subscriber.offer(event)
 
     def publish_many(self, events: Iterable[Event]) -> None:
         for event in events:

@@ -4,6 +4,8 @@ errors that name the database without its password, SQLite's dialect translated.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -62,16 +64,17 @@ async def test_servers_sharing_a_database_see_one_log_in_one_order(
         await second.close()
 
 
-async def test_a_server_parses_only_the_other_servers_events_something_here_takes(
-    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@asynccontextmanager
+async def _two_servers(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch, parsed: list[Event]
+) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
+    """Two stores on a fresh database; every event either of them parses from a row is noted."""
     from partwire.storage import postgres as module
 
-    parsed: list[str] = []
-
     def counted(framed: Event) -> Event:
-        parsed.append(framed.type)
-        return parse_logged(framed)
+        event = parse_logged(framed)
+        parsed.append(event)
+        return event
 
     monkeypatch.setattr(module, "parse_logged", counted)
     url = postgres.new_database()
@@ -79,6 +82,17 @@ async def test_a_server_parses_only_the_other_servers_events_something_here_take
     await first.open()
     await second.open()
     try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_server_parses_only_the_other_servers_events_something_here_takes(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed_events: list[Event] = []
+    async with _two_servers(postgres, monkeypatch, parsed_events) as (first, second):
         idle_only = second.bus.subscribe("session.idle")
         await first.put_session(_session("ses_a"), [])
         for _ in range(5):
@@ -91,6 +105,7 @@ async def test_a_server_parses_only_the_other_servers_events_something_here_take
         assert [e.session_id for e in seen] == ["ses_a"] * 5 + ["ses_b"]
         # not the statuses nobody here takes (its own idle is parsed too if the tail reads
         # its row before the writer hands it over)
+        parsed = [event.type for event in parsed_events]
         assert parsed[:5] == ["session.idle"] * 5 and "session.status" not in parsed
         assert second._published == second._writer.last_seq  # the skipped rows count as seen
         assert not second._ours  # nothing kept of what was published
@@ -104,9 +119,6 @@ async def test_a_server_parses_only_the_other_servers_events_something_here_take
             await asyncio.sleep(0.02)
         else:
             raise AssertionError("the other server's event never came")
-    finally:
-        await first.close()
-        await second.close()
 
 
 async def test_a_server_parses_only_the_sessions_its_scoped_subscribers_watch(
@@ -115,31 +127,16 @@ async def test_a_server_parses_only_the_sessions_its_scoped_subscribers_watch(
     """A server whose clients each watch one session (part frames, the hub, AI SDK
     streams) parses the other servers' rows of those sessions only: the session is read
     from the row's head, not from parsed JSON."""
-    from partwire.storage import postgres as module
-
-    parsed: list[str | None] = []
-
-    def counted(framed: Event) -> Event:
-        event = parse_logged(framed)
-        parsed.append(event.session_id)
-        return event
-
-    monkeypatch.setattr(module, "parse_logged", counted)
-    url = postgres.new_database()
-    first, second = PostgresStore(url, Bus()), PostgresStore(url, Bus())
-    await first.open()
-    await second.open()
-    try:
+    parsed_events: list[Event] = []
+    async with _two_servers(postgres, monkeypatch, parsed_events) as (first, second):
         watched = second.bus.subscribe("session.idle", session_id="ses_a")
         for sid in ("ses_a", "ses_b", "ses_c", "ses_a"):
             await first.publish([SessionIdle(SessionRef(sessionID=sid))])
         await second.publish([SessionIdle(SessionRef(sessionID="ses_a"))])  # settles: published
         assert [e.session_id for e in watched.drain()] == ["ses_a"] * 3
+        parsed = [event.session_id for event in parsed_events]
         assert "ses_b" not in parsed and "ses_c" not in parsed
         assert parsed.count("ses_a") >= 2  # the other server's two (ours may be parsed too)
-    finally:
-        await first.close()
-        await second.close()
 
 
 def test_the_session_of_a_row_is_read_from_its_head_or_left_unknown() -> None:

@@ -114,9 +114,8 @@ async def follow(runtime: Runtime, session_id: str, since: str | None, send: Sen
     """Send the session's events to one client until it unsubscribes or falls behind."""
     from partwire.protocol.blocks import SessionEvents
 
-    subscription = runtime.bus.subscribe(
-        *SESSION_EVENTS, session_id=session_id
-    )  # before the log is read
+    # before the log is read
+    subscription = runtime.bus.subscribe(*SESSION_EVENTS, session_id=session_id)
     adapter = SessionEvents()
     last: list[str | None] = [since]  # the id of the last SessionEvent the client got
 

@@ -37,9 +37,8 @@ class SubtaskRunner:
         title = f"{description} (@{agent} subagent)"
         child = await self.sessions.create(SessionCreateInput(parent_id=parent_id, title=title))
         await progress(description, {"sessionId": child.id, "summary": []})
-        subscription = self.bus.subscribe(
-            "message.part.updated", session_id=child.id
-        )  # before the child starts
+        # before the child starts
+        subscription = self.bus.subscribe("message.part.updated", session_id=child.id)
         watcher = asyncio.create_task(self._mirror(subscription, child.id, description, progress))
         body = PromptInput(parts=[TextPartInput(text=prompt)], agent=agent, model=model)
         try:

@@ -119,12 +119,9 @@ class SqliteStore:
         start the writer. Any problem is a StorageError naming the file; a database
         found damaged or too new is not changed."""
         self.epoch, last_seq = await asyncio.to_thread(self._prepare)
-        self._start_writer(last_seq)
-        self._open = True
-
-    def _start_writer(self, last_seq: int) -> None:
         self._loop = asyncio.get_running_loop()
         self._writer.start(self._loop, self._deliver, self.epoch, last_seq, self._delta_lost)
+        self._open = True
 
     def _prepare(self) -> tuple[int, int]:
         try:
@@ -191,9 +188,12 @@ class SqliteStore:
     def _submit(self, write: Write) -> asyncio.Future[None]:
         assert self._loop is not None, "the store is not open"
         write.future = self._loop.create_future()
+        self._queue(write)
+        return write.future
+
+    def _queue(self, write: Write) -> None:
         self._backlog += 1
         self._writer.submit(write)
-        return write.future
 
     def _deliver(self, batch: list[Write], events: list[Event]) -> None:
         """On the loop, once the writer committed ``batch``: publish its events, then let
@@ -257,8 +257,7 @@ class SqliteStore:
         if self._backlog >= BACKLOG_HIGH_WATER:
             await self._submit(write)
         else:  # not awaited: a failure comes back through _delta_lost
-            self._backlog += 1
-            self._writer.submit(write)
+            self._queue(write)
 
     async def publish(self, events: list[Draft]) -> None:
         await self._submit(Write(events=events))

@@ -148,9 +148,8 @@ async def stream(request: Request, sessionID: str) -> StreamingResponse:
     await runtime.store.get_session(sessionID)  # 404 for an unknown session
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)
-    subscription = runtime.bus.subscribe(
-        *FRAME_EVENTS, session_id=sessionID
-    )  # before anything is read
+    # before anything is read
+    subscription = runtime.bus.subscribe(*FRAME_EVENTS, session_id=sessionID)
     cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
         stream_frames(runtime, subscription, sessionID, cursor, client),

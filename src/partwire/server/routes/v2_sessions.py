@@ -464,9 +464,8 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
     start = _after(after or request.headers.get("last-event-id"))
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)
-    subscription = runtime.bus.subscribe(
-        *DURABLE_SOURCES, session_id=session.id
-    )  # before the log is read
+    # before the log is read
+    subscription = runtime.bus.subscribe(*DURABLE_SOURCES, session_id=session.id)
     try:
         projection, made, head = await durable_history(runtime, session)
     except BaseException:

@@ -185,6 +185,26 @@ async def watch_sessions(
 
 
 @asynccontextmanager
+async def paced_model(tokens: int, rate: float) -> AsyncIterator[int]:
+    """bench/_mock_paced.py in its own process, answering ``tokens`` tokens at ``rate``
+    tokens/s: its port, once it listens."""
+    port = _free_port()
+    model = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
+        "--port", str(port), "--tokens", str(tokens), "--rate", str(rate),
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            await _wait_ready(http, "/")
+        yield port
+    finally:
+        model.terminate()
+        await model.wait()
+
+
+@asynccontextmanager
 async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]]:
     """A fresh bench/_server.py (``extra`` arguments added) with the mock model as its
     provider: its URL and pid, once it answers."""
@@ -283,25 +303,14 @@ async def main() -> None:
         help="one client on GET /event, or a client per session on its part-frame stream",
     )
     args = parser.parse_args()
-    model_port = _free_port()
-    model = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
-        "--port", str(model_port), "--tokens", str(args.tokens), "--rate", str(args.rate),
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
-    )  # fmt: skip
     steps: list[Step] = []
-    try:
-        await asyncio.sleep(1.0)  # the mock binds its port
+    async with paced_model(args.tokens, args.rate) as model_port:
         for sessions in (k for k in STEPS if k <= args.max_sessions):
             steps.append(
                 await step(sessions, args.tokens, model_port, args.stagger_ms / 1000, args.watch)
             )
             if steps[-1].p99_ms > args.limit_ms:
                 break
-    finally:
-        model.terminate()
-        await model.wait()
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "

@@ -1,6 +1,6 @@
 """The floor under partwire's CPU per paced token: the same work, with nothing else.
 
-    python bench/floor.py [--deltas 2000] [--delay-ms 5]
+    python bench/floor.py [--deltas 2000] [--delay-ms 1,5,10] [--no-partwire]
 
 Three processes on loopback. A model process writes one SSE chunk every ``--delay-ms``.
 A relay process (uvloop, an asyncio protocol, as the server runs) takes each chunk,
@@ -15,9 +15,15 @@ A relay process (uvloop, an asyncio protocol, as the server runs) takes each chu
 - ``writer follows``: the same, with the writer pinned to the CPU the loop last ran on
   (``partwire.storage.cpu``), as partwire does it: its two wake-ups stay on one CPU.
 
-A client process reads the frames. The table shows the relay's CPU (user + system, every
-thread) per 1k deltas. partwire's own figure for the same pacing (side_by_side's
-``paced500@5ms``) is what this floor should be compared with.
+A client process reads the frames. The last rows are partwire itself: one session
+streaming the same number of tokens at the same pace from a mock model
+(bench/_mock_paced.py, bench/capacity.py's server and client), and partwire's figure
+over the floor of its own design (``writer follows``).
+
+The table shows CPU (user + system, every thread) per 1k deltas of the relay process, or
+of partwire's server, for each pace. On a virtual machine the figure grows with the pause
+between tokens, for the bare relay as much as for partwire: each token wakes an idle CPU
+whose caches the pause has cooled, and that wake-up, not the work, is most of the cost.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ import time
 from pathlib import Path
 
 from partwire.storage.cpu import CpuFollower
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from capacity import paced_model, step
+from stream import aligned
 
 VARIANTS = ("relay", "inline commit", "writer thread", "writer follows")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -157,16 +168,46 @@ async def relay(variant: str, deltas: int, delay_s: float) -> float:
     return spent * 1e6 / deltas  # ms per 1k deltas
 
 
+def _floor(variant: str, deltas: int, delay_ms: float) -> float:
+    """One variant in a relay process of its own: its CPU ms per 1k deltas."""
+    measured = subprocess.run(
+        [sys.executable, __file__, "--role", "relay", "--variant", variant,
+         "--deltas", str(deltas), "--delay-ms", str(delay_ms)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return float(measured)
+
+
+async def _partwire(deltas: int, delay_ms: float) -> float:
+    """partwire's server streaming one session of ``deltas`` tokens at this pace."""
+    rate = 1000 / delay_ms if delay_ms > 0 else float("inf")
+    async with paced_model(deltas, rate) as model_port:
+        return (await step(1, deltas, model_port)).cpu_ms_per_1k
+
+
+def _delays(text: str) -> list[float]:
+    try:
+        delays = [float(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}") from None
+    if not delays or any(delay < 0 for delay in delays):
+        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}")
+    return delays
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=2000)
-    parser.add_argument("--delay-ms", type=float, default=5)
+    parser.add_argument(
+        "--delay-ms", type=_delays, default=[1.0, 5.0, 10.0], help="paces, comma-separated"
+    )
+    parser.add_argument("--no-partwire", action="store_true", help="the floor only")
     parser.add_argument("--role", choices=("bench", "model", "client", "relay"), default="bench")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--variant", choices=VARIANTS, default="relay")
     args = parser.parse_args()
     if args.role == "model":
-        model(args.port, args.deltas, args.delay_ms / 1000)
+        model(args.port, args.deltas, args.delay_ms[0] / 1000)
         return
     if args.role == "client":
         client(args.port, args.deltas)
@@ -174,20 +215,22 @@ def main() -> None:
     if args.role == "relay":
         import uvloop
 
-        print(f"{uvloop.run(relay(args.variant, args.deltas, args.delay_ms / 1000)):.0f}")
+        print(f"{uvloop.run(relay(args.variant, args.deltas, args.delay_ms[0] / 1000)):.0f}")
         return
     print(
         f"the floor under CPU per paced delta — {os.cpu_count()} cores, "
-        f"Python {sys.version.split()[0]}, {args.deltas} deltas {args.delay_ms:g} ms apart"
+        f"Python {sys.version.split()[0]}, {args.deltas} deltas a run; "
+        "CPU ms per 1k deltas (every thread of the relay, or of partwire's server)"
     )
-    print(f"{'variant':<14}  CPU ms per 1k deltas (relay process)")
-    for variant in VARIANTS:
-        measured = subprocess.run(
-            [sys.executable, __file__, "--role", "relay", "--variant", variant,
-             "--deltas", str(args.deltas), "--delay-ms", str(args.delay_ms)],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        print(f"{variant:<14}  {measured}")
+    header = ("variant", *(f"{delay:g} ms apart" for delay in args.delay_ms))
+    figures = {v: [_floor(v, args.deltas, d) for d in args.delay_ms] for v in VARIANTS}
+    if not args.no_partwire:
+        figures["partwire"] = [asyncio.run(_partwire(args.deltas, d)) for d in args.delay_ms]
+    rows = [header, *((name, *(f"{x:.0f}" for x in xs)) for name, xs in figures.items())]
+    if not args.no_partwire:
+        ratios = zip(figures["partwire"], figures["writer follows"], strict=True)
+        rows.append(("partwire / writer follows", *(f"{p / max(f, 1):.1f}x" for p, f in ratios)))
+    print(aligned(rows))
 
 
 if __name__ == "__main__":

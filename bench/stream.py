@@ -56,10 +56,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _wait_ready(http: httpx.AsyncClient) -> None:
+async def _wait_ready(http: httpx.AsyncClient, path: str = "/session") -> None:
+    """Until ``path`` answers at all (any status): the process listens."""
     for _ in range(300):
         try:
-            await http.get("/session")
+            await http.get(path)
             return
         except httpx.TransportError:
             await asyncio.sleep(0.05)

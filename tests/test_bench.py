@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -171,12 +172,29 @@ async def test_ingest_bench_prints_its_table() -> None:
     assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)
 
 
-async def test_floor_bench_prints_its_four_variants() -> None:
-    out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1")
-    rows = [line.rsplit(None, 1) for line in out.splitlines()[2:]]
-    variants = ["relay", "inline commit", "writer thread", "writer follows"]
-    assert [name.strip() for name, _ in rows] == variants
-    assert all(int(cpu) >= 0 for _, cpu in rows)
+async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
+    out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1,2")
+    lines = out.splitlines()
+    assert re.split(r"\s{2,}", lines[1].strip()) == ["variant", "1 ms apart", "2 ms apart"]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
+    floor = ["relay", "inline commit", "writer thread", "writer follows"]
+    assert [row[0] for row in rows] == [*floor, "partwire", "partwire / writer follows"]
+    assert all(float(cpu) >= 0 for row in rows[:4] for cpu in row[1:])
+    partwire, ratio = rows[4][1:], rows[5][1:]
+    assert len(partwire) == 2 and all(float(cpu) > 0 for cpu in partwire)
+    assert len(ratio) == 2 and all(cell.endswith("x") and float(cell[:-1]) > 0 for cell in ratio)
+
+
+async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "floor.py"), "--delay-ms", "5,soon",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2 and out == b""
+    assert "not a list of milliseconds: '5,soon'" in err.decode()
+    assert "Traceback" not in err.decode()
 
 
 async def test_replay_bench_prints_its_four_rows() -> None:

@@ -46,16 +46,10 @@ from partwire.storage.cpu import CpuFollower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capacity import paced_model, step
+from capacity import _cpu_s, paced_model, step
 from stream import aligned
 
 VARIANTS = ("relay", "inline commit", "writer thread", "writer follows")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def model(port: int, deltas: int, delay_s: float) -> None:

@@ -183,8 +183,8 @@ def _delays(text: str) -> list[float]:
     try:
         delays = [float(item) for item in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}") from None
-    if not delays or any(delay < 0 for delay in delays):
+        delays = [-1.0]
+    if any(delay < 0 for delay in delays):
         raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}")
     return delays
 
@@ -216,14 +216,18 @@ def main() -> None:
         f"Python {sys.version.split()[0]}, {args.deltas} deltas a run; "
         "CPU ms per 1k deltas (every thread of the relay, or of partwire's server)"
     )
-    header = ("variant", *(f"{delay:g} ms apart" for delay in args.delay_ms))
     figures = {v: [_floor(v, args.deltas, d) for d in args.delay_ms] for v in VARIANTS}
+    ratios: list[str] = []
     if not args.no_partwire:
         figures["partwire"] = [asyncio.run(_partwire(args.deltas, d)) for d in args.delay_ms]
-    rows = [header, *((name, *(f"{x:.0f}" for x in xs)) for name, xs in figures.items())]
-    if not args.no_partwire:
-        ratios = zip(figures["partwire"], figures["writer follows"], strict=True)
-        rows.append(("partwire / writer follows", *(f"{p / max(f, 1):.1f}x" for p, f in ratios)))
+        pairs = zip(figures["partwire"], figures["writer follows"], strict=True)
+        ratios = [f"{mine / max(floor, 1):.1f}x" for mine, floor in pairs]
+    rows = [
+        ("variant", *(f"{delay:g} ms apart" for delay in args.delay_ms)),
+        *((name, *(f"{x:.0f}" for x in xs)) for name, xs in figures.items()),
+    ]
+    if ratios:
+        rows.append(("partwire / writer follows", *ratios))
     print(aligned(rows))
 
 

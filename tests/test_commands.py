@@ -140,7 +140,7 @@ async def test_shell_output_goes_into_a_template_as_bash_permission_allows(
                 pending = (await http.get("/permission")).json()
                 if pending:
                     assert pending[0]["permission"] == "bash"
-                    assert pending[0]["patterns"] == ["ls | wc -l"]
+                    assert pending[0]["patterns"] == ["ls", "wc -l"]
                     await http.post(f"/permission/{pending[0]['id']}/reply", json={"reply": reply})
                     return
                 await asyncio.sleep(0.02)
@@ -162,3 +162,42 @@ async def test_shell_output_goes_into_a_template_as_bash_permission_allows(
         assert denied.status_code == 403 and (await http.get("/permission")).json() == []
         after = (await http.get(f"/session/{session}/message")).json()
         assert len(after) == len(messages)  # nothing refused was prompted
+
+
+async def test_template_lines_are_read_as_bash_lines_and_run_under_bash(
+    server: str, project: Path
+) -> None:
+    """A rule for ``echo *`` covers the echo of a template, never a command that the
+    arguments bring along; the line runs under bash."""
+    write_command(project, ".partwire/command", "say", "Said: !`echo $ARGUMENTS`")
+    write_command(project, ".partwire/command", "shell", "Shell: !`echo $BASH_VERSION`")
+    rules = [
+        {"permission": "bash", "pattern": "*", "action": "ask"},
+        {"permission": "bash", "pattern": "echo *", "action": "allow"},
+    ]
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        session = (await http.post("/session", json={"permission": rules})).json()["id"]
+        ran = await http.post(f"/session/{session}/command", json={"command": "shell"})
+        assert ran.status_code == 200, ran.text
+        messages = (await http.get(f"/session/{session}/message")).json()
+        shown = [p["text"] for p in messages[0]["parts"] if p["type"] == "text"]
+        assert shown[0].startswith("Shell: ") and shown[0] != "Shell: "
+
+        async def reject_the_ask() -> list[str]:
+            for _ in range(200):
+                pending = (await http.get("/permission")).json()
+                if pending:
+                    await http.post(
+                        f"/permission/{pending[0]['id']}/reply", json={"reply": "reject"}
+                    )
+                    return list(pending[0]["patterns"])
+                await asyncio.sleep(0.02)
+            raise AssertionError("no ask came")
+
+        body = {"command": "say", "arguments": "hi; touch pwned"}
+        refused, patterns = await asyncio.gather(
+            http.post(f"/session/{session}/command", json=body), reject_the_ask()
+        )
+        assert refused.status_code == 403
+        assert patterns == ["echo hi", "touch pwned"]
+        assert not (project / "pwned").exists()

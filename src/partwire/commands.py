@@ -10,8 +10,9 @@ and files over the config of the same name.
 A template takes the arguments as ``$ARGUMENTS`` (all of them) and ``$1``, ``$2`` …
 (one each, split like a shell line; the highest-numbered placeholder takes the rest).
 ``!`command` `` is replaced by what the command prints, run in the project after the
-arguments are put in, and only as the session's ``bash`` permission allows: the rules
-decide, or the user is asked (see ``server/routes/actions.py``).
+arguments are put in, under bash, and only as the session's permissions allow: each
+line is read and asked for as the bash tool's are (``tools/shell_permission.py``): the
+rules decide, or the user is asked (see ``server/routes/actions.py``).
 """
 
 from __future__ import annotations
@@ -193,7 +194,9 @@ def shell_commands(text: str) -> list[str]:
 async def run_shell(command: str, cwd: Path) -> str:
     """What ``command`` prints (stdout and stderr), trailing newlines dropped; cut short
     past ``SHELL_OUTPUT_CHARS`` or ``SHELL_TIMEOUT_S``."""
-    process = await asyncio.create_subprocess_shell(
+    process = await asyncio.create_subprocess_exec(
+        "/bin/bash",
+        "-c",
         command,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,

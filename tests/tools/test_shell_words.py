@@ -22,9 +22,10 @@ from partwire.tools.shell_words import MAX_COMMAND_CHARS, analyze, simple_comman
         ("git status | head -5; echo done", ["git status", "head -5", "echo done"]),
         ("make test || true & sleep 1", ["make test", "true", "sleep 1"]),
         ("echo 'a && b'", ["echo 'a && b'"]),
-        ("echo $(rm -rf x) `whoami`", ["echo $(rm -rf x) `whoami`", "rm -rf x", "whoami"]),
+        ("echo $(rm -rf x) $(whoami)", ["echo $(rm -rf x) $(whoami)", "rm -rf x", "whoami"]),
         ("cd src\npytest -q", ["cd src", "pytest -q"]),
-        ("make 2>&1 | tee log", ["make 2>&1", "tee log"]),
+        ("make 2>&1 | tee log", ["make", "tee log"]),
+        ("echo x > out.txt 2>/dev/null", ["echo x"]),
         ("for f in *.py; do wc -l $f; done", ["wc -l $f"]),
     ],
 )

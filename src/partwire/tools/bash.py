@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import resolve_path
-from partwire.tools.shell_words import analyze, prefix_pattern
+from partwire.tools.shell_permission import ask_for_line
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -71,18 +71,11 @@ async def _pump(
 
 
 async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
-    shell = analyze(args.command)
-    metadata: dict[str, Any] = {"description": args.description, "command": args.command}
-    if shell.opaque:
-        metadata["reason"] = f"asked every time: {shell.opaque}"
-    await ctx.ask(
-        "bash",
-        shell.commands,
-        always=sorted({prefix_pattern(c) for c in shell.commands if c.split()}),
-        metadata=metadata,
-        must_ask=shell.opaque is not None,
-    )
     cwd = await resolve_path(ctx, args.workdir, directory=True) if args.workdir else ctx.project_dir
+    metadata: dict[str, Any] = {"description": args.description, "command": args.command}
+    await ask_for_line(
+        ctx.ask, args.command, cwd=cwd, project_dir=ctx.project_dir, metadata=metadata
+    )
     if not cwd.is_dir():
         raise ToolError(f"workdir {args.workdir} is not a directory.")
     process = await asyncio.create_subprocess_exec(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
@@ -35,6 +37,7 @@ from partwire.server.routes.session import wire
 from partwire.session.agents import DEFAULT_SUBAGENT, get_agent
 from partwire.session.prompt import refuse_taken_ids
 from partwire.session.shell import run_shell
+from partwire.tools.shell_permission import ask_for_line
 
 router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
 
@@ -131,11 +134,29 @@ async def _with_shell_output(
     session = await project.sessions.get(session_id)
     rules = get_agent(agent or session.agent or "build").permission
     outputs = []
+
+    async def ask(
+        permission: str,
+        patterns: Sequence[str],
+        *,
+        always: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        must_ask: bool = False,
+    ) -> None:
+        await runtime.permissions.ask(
+            session_id=session_id,
+            permission=permission,
+            patterns=patterns,
+            agent_rules=rules,
+            always=always,
+            metadata=metadata,
+            must_ask=must_ask,
+        )
+
+    project_dir = project.settings.project_dir
     for line in found:
         try:
-            await runtime.permissions.ask(
-                session_id=session_id, permission="bash", patterns=[line], agent_rules=rules
-            )
+            await ask_for_line(ask, line, cwd=project_dir, project_dir=project_dir)
         except (PermissionDeniedError, RejectedError) as refused:
             raise RefusedError(f"running `{line}` for the command was refused: {refused}") from None
         outputs.append(await commands.run_shell(line, project.settings.project_dir))

@@ -16,6 +16,7 @@ in ``trustedBaseURLs``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ import platformdirs
 
 from partwire import keys
 from partwire.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 Api = Literal["openai", "openai-responses", "openai-compatible", "anthropic"]
 APIS: tuple[Api, ...] = ("openai", "openai-responses", "openai-compatible", "anthropic")
@@ -85,6 +88,8 @@ class Settings:
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     config_files: tuple[Path, ...] = ()
     raw_config: dict[str, Any] = field(default_factory=dict, repr=False)
+    # keys of the project's partwire.json that only the user may set (USER_ONLY), unused
+    ignored_keys: tuple[str, ...] = ()
     source_env: dict[str, str] = field(default_factory=dict, repr=False)
     server_username: str = "partwire"
     server_password: str | None = field(default=None, repr=False)
@@ -249,10 +254,27 @@ def _model(model_id: str, raw: Any) -> ModelConfig:
 
 @dataclass(frozen=True)
 class _Trust:
-    """What the project's (untrusted) config says about a provider, and the user's list."""
+    """What the user's and the project's (untrusted) layers say about a provider, and the
+    base URLs the user trusts with their keys."""
 
     project_options: dict[str, Any] = field(default_factory=dict)
+    user_options: dict[str, Any] = field(default_factory=dict)
     trusted_urls: frozenset[str] = frozenset()
+
+    def redirected(self) -> str | None:
+        """The base URL the project points this provider at, when the user did not name it
+        (in their own layer or in ``trustedBaseURLs``); None when the project names none."""
+        url = self.project_options.get("baseURL")
+        if not url:
+            return None
+        named = _url_key(self.user_options.get("baseURL"))
+        if _url_key(url) in self.trusted_urls or _url_key(url) == named:
+            return None
+        return str(url)
+
+
+def _url_key(url: Any) -> str:
+    return str(url or "").rstrip("/")
 
 
 def _secret(value: Any, env: dict[str, str], where: str) -> Any:
@@ -260,31 +282,43 @@ def _secret(value: Any, env: dict[str, str], where: str) -> Any:
     return _substitute(value, env, Path(where)) if isinstance(value, str) else value
 
 
-def _blocked(
-    provider_id: str, options: dict[str, Any], env: dict[str, str], trust: _Trust
-) -> str | None:
-    """Why the key may not go to the base URL: the project names the URL, and the key
-    (or a header secret) comes from the environment or from the user's config."""
-    base_url = trust.project_options.get("baseURL")
-    if not base_url or str(base_url).rstrip("/") in trust.trusted_urls:
-        return None
-    own_key = trust.project_options.get("apiKey")
-    if own_key is None:  # the key, if any, is the user's: their config or environment
-        users_key = bool(options.get("apiKey") or env.get(_KEY_ENV.get(provider_id, "")))
-    else:
-        users_key = bool(_ENV_REF.search(str(own_key)))
+def _literal(value: Any) -> bool:
+    """A secret written out in the project's own file (no ``{env:}``): the project's own."""
+    return isinstance(value, str) and bool(value) and not _ENV_REF.search(value)
+
+
+@dataclass(frozen=True)
+class _Credentials:
+    key: str | None
+    headers: dict[str, str]
+    blocked: str | None = None
+
+
+def _project_credentials(
+    provider_id: str, url: str, trust: _Trust, users_key: bool
+) -> _Credentials:
+    """What a provider the project points at its own server may send there: only secrets
+    the project's file writes out itself. A key or header of the user's (environment,
+    auth.json, their config, an ``{env:}`` reference) never goes; the provider is blocked
+    instead, with what to do."""
+    options = trust.project_options
     headers = options.get("headers") or {}
-    own_headers = trust.project_options.get("headers") or {}
-    users_headers = any(
-        name not in own_headers or _ENV_REF.search(str(value)) for name, value in headers.items()
+    own_key = options.get("apiKey")
+    # no key of its own ("" included) while the user has one: theirs would fill the gap
+    borrowed = (not _literal(own_key) and (users_key or bool(own_key))) or any(
+        not _literal(value) for value in headers.values()
     )
-    if not users_key and not users_headers:
-        return None  # no secret of the user's would go there
-    return (
-        f"the project's partwire.json points provider {provider_id} at {base_url}, and the "
-        "key for it would come from your environment or your own config; partwire does "
-        "not send it there. If you trust that server, add "
-        f'"trustedBaseURLs": ["{str(base_url).rstrip("/")}"] to your user partwire.json'
+    if borrowed:
+        return _Credentials(
+            None,
+            {},
+            f"the project's partwire.json points provider {provider_id} at {url}, and the "
+            "key for it would come from your environment or your own config; partwire does "
+            "not send it there. If you trust that server, add "
+            f'"trustedBaseURLs": ["{_url_key(url)}"] to your user partwire.json',
+        )
+    return _Credentials(
+        own_key if _literal(own_key) else None, {str(k): str(v) for k, v in headers.items()}
     )
 
 
@@ -317,23 +351,32 @@ def _provider(
     options = _table(raw.get("options"), where)
     _table(options.get("headers"), f"{where}.headers")
     _table(raw.get("models"), f"provider.{provider_id}.models")
-    blocked = _blocked(provider_id, options, env, trust or _Trust())
-    try:
-        key = _secret(options.get("apiKey"), env, where)
-        headers = {
-            k: str(_secret(v, env, where)) for k, v in (options.get("headers") or {}).items()
-        }
-    except ConfigError as exc:  # an unset variable breaks this provider only
-        key, headers, blocked = None, {}, blocked or exc.message
-    key = key or env.get(_KEY_ENV.get(provider_id, "")) or stored_key
+    trust = trust or _Trust()
+    users_key = bool(
+        trust.user_options.get("apiKey") or env.get(_KEY_ENV.get(provider_id, "")) or stored_key
+    )
+    url = trust.redirected()
+    if url is not None:
+        found = _project_credentials(provider_id, url, trust, users_key)
+    else:
+        try:
+            key = _secret(options.get("apiKey"), env, where)
+            headers = {
+                k: str(_secret(v, env, where)) for k, v in (options.get("headers") or {}).items()
+            }
+            found = _Credentials(
+                key or env.get(_KEY_ENV.get(provider_id, "")) or stored_key, headers
+            )
+        except ConfigError as exc:  # an unset variable breaks this provider only
+            found = _Credentials(None, {}, exc.message)
     timeout = options.get("timeout")
     return ProviderConfig(
         id=provider_id,
         api=api,
-        api_key=None if blocked else key,
+        api_key=None if found.blocked else found.key,
         base_url=options.get("baseURL"),
-        headers={} if blocked else headers,
-        blocked=blocked,
+        headers={} if found.blocked else found.headers,
+        blocked=found.blocked,
         timeout_s=float(timeout) / 1000 if timeout else 600.0,
         models={mid: _model(mid, m) for mid, m in (raw.get("models") or {}).items()},
     )
@@ -355,14 +398,25 @@ def _providers(
     trusted = frozenset(str(u).rstrip("/") for u in user.get("trustedBaseURLs") or ())
     project_providers = project.get("provider") or {}
 
+    user_providers = user.get("provider") or {}
+
     def trust(pid: str) -> _Trust:
-        options = (project_providers.get(pid) or {}).get("options") or {}
-        return _Trust(project_options=options, trusted_urls=trusted)
+        return _Trust(
+            project_options=_options(project_providers, pid),
+            user_options=_options(user_providers, pid),
+            trusted_urls=trusted,
+        )
 
     return {
         pid: _provider(pid, raw or {}, env, trust(pid), stored.get(pid))
         for pid, raw in raw_providers.items()
     }
+
+
+def _options(providers: Any, provider_id: str) -> dict[str, Any]:
+    provider = providers.get(provider_id) if isinstance(providers, dict) else None
+    options = provider.get("options") if isinstance(provider, dict) else None
+    return options if isinstance(options, dict) else {}
 
 
 def user_config_dir(env: dict[str, str]) -> Path:
@@ -374,6 +428,42 @@ def user_config_dir(env: dict[str, str]) -> Path:
 def config_paths(project_dir: Path, env: dict[str, str]) -> list[Path]:
     user = user_config_dir(env) / CONFIG_FILE
     return [p for p in (user, project_dir / CONFIG_FILE) if p.is_file()]
+
+
+# Who may connect, and where the user's keys may go: the user's own config and the
+# command line only, never a project's partwire.json (it comes with whatever was cloned)
+# nor PATCH /config or /global/config (a client of the API is not the user).
+USER_ONLY = (("server", "hosts"), ("server", "cors"), ("trustedBaseURLs",))
+
+
+def user_only_keys(config: dict[str, Any]) -> list[str]:
+    """The USER_ONLY keys ``config`` sets, dotted."""
+    found = []
+    for path in USER_ONLY:
+        value: Any = config
+        for step in path:
+            value = value.get(step) if isinstance(value, dict) else None
+        if value is not None:
+            found.append(".".join(path))
+    return found
+
+
+def _without_user_only(config: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    found = user_only_keys(config)
+    if not found:
+        return config, ()
+    kept = dict(config)
+    kept.pop("trustedBaseURLs", None)
+    if isinstance(kept.get("server"), dict):
+        kept["server"] = {k: v for k, v in kept["server"].items() if k not in ("hosts", "cors")}
+    return kept, tuple(found)
+
+
+def _strings(config: dict[str, Any], table: str, key: str) -> tuple[str, ...]:
+    found = (config.get(table) or {}).get(key) or []
+    if not isinstance(found, list) or not all(isinstance(v, str) for v in found):
+        raise ConfigError(f"{table}.{key} must be a list of strings")
+    return tuple(found)
 
 
 def load_settings(
@@ -390,9 +480,16 @@ def load_settings(
     layers: dict[Path, dict[str, Any]] = {}
     for path in files:
         layers[path] = _read(path, source)
-        config = merge(config, layers[path])
-    project_layer = layers.get(project / CONFIG_FILE, {})
+    project_layer, ignored = _without_user_only(layers.get(project / CONFIG_FILE, {}))
     user_layer = next((v for k, v in layers.items() if k != project / CONFIG_FILE), {})
+    config = merge(user_layer, project_layer)
+    for key in ignored:
+        log.warning(
+            "%s: %s is ignored: it may be set only in your own config (%s) or on the command line",
+            project / CONFIG_FILE,
+            key,
+            user_config_dir(source) / CONFIG_FILE,
+        )
     resolved_data = data_dir or Path(
         source.get("PARTWIRE_DATA_DIR") or platformdirs.user_data_dir("partwire", appauthor=False)
     )
@@ -411,11 +508,12 @@ def load_settings(
         providers=providers,
         config_files=tuple(files),
         raw_config=config,
+        ignored_keys=ignored,
         source_env=source,
         server_username=source.get("PARTWIRE_SERVER_USERNAME") or "partwire",
         server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
-        cors_origins=tuple((config.get("server") or {}).get("cors") or ()),
-        allowed_hosts=tuple((config.get("server") or {}).get("hosts") or ()),
+        cors_origins=_strings(user_layer, "server", "cors"),
+        allowed_hosts=_strings(user_layer, "server", "hosts"),
         database_url=database_url,
         redis_url=_redis_url(source, database_url),
     )
@@ -482,6 +580,12 @@ def write_user_config(settings: Settings, patch: dict[str, Any]) -> Path:
 
 
 def _write_config(path: Path, settings: Settings, patch: dict[str, Any], *, project: bool) -> Path:
+    refused = user_only_keys(patch)
+    if refused:
+        raise ConfigError(
+            f"{refused[0]} may be set only by editing your own partwire.json "
+            f"({user_config_path(settings)}) or on the command line, not through the API"
+        )
     current: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     merged = merge(current, _drop_redacted(patch))
     layers = (merged, {}) if project else ({}, merged)

@@ -221,6 +221,12 @@ def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     def banner(port: int) -> None:  # once the port is bound: the real one, also for --port 0
         err.print(f"partwire {__version__} on http://{args.hostname}:{port}")
         err.print(f"data: {_database(settings)}  project: {settings.project_dir}")
+        for key in settings.ignored_keys:
+            err.print(
+                f"[yellow]ignored:[/yellow] {key} in the project's partwire.json (only your "
+                "own config or the command line may set it)",
+                highlight=False,
+            )
 
     if not is_loopback(args.hostname) and args.hostname not in ("0.0.0.0", "::"):
         hosts = (*settings.allowed_hosts, args.hostname)

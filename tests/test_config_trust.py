@@ -119,62 +119,63 @@ async def _request(settings: Any, provider_id: str) -> None:
         pass
 
 
+def _layers(
+    root: Path, project: Path, provider_id: str, url: str, combination: tuple[str, str, str]
+) -> Any:
+    """Settings with the user's key from ``source``, the project pointing the provider at
+    ``url`` with ``project_key``, and the user's layer naming ``user_url``."""
+    source, project_key, user_url = combination
+    env_name = "OPENAI_API_KEY" if provider_id == "openai" else "ANTHROPIC_API_KEY"
+    data = root / "data"
+    env = _env(root)
+    user_options: dict[str, Any] = {}
+    if source == "env":
+        env[env_name] = ENV_KEY
+    elif source == "stored":
+        keys.store(data.resolve(), provider_id, STORED_KEY)
+    elif source == "user-config":
+        user_options["apiKey"] = USER_KEY
+    user: dict[str, Any] = {}
+    if user_url == "same":
+        user_options["baseURL"] = url
+    elif user_url == "other":
+        user_options["baseURL"] = "http://127.0.0.1:9/elsewhere"
+    elif user_url == "trusted":
+        user["trustedBaseURLs"] = [url]
+    user["provider"] = {provider_id: {"options": user_options}}
+    _write(root / "config" / "partwire.json", user)
+    own = {"absent": {}, "empty": {"apiKey": ""}, "literal": {"apiKey": PROJECT_KEY}}
+    options: dict[str, Any] = {"baseURL": url, **own.get(project_key, {})}
+    if project_key == "env-ref":
+        options["apiKey"] = f"{{env:{env_name}}}"
+        env.setdefault(env_name, ENV_KEY)
+    _write(project / "partwire.json", {"provider": {provider_id: {"options": options}}})
+    return load_settings(project_dir=project, data_dir=data, env=env)
+
+
 @pytest.mark.parametrize("provider_id", ["openai", "anthropic"])
 async def test_a_users_key_goes_only_where_the_user_sent_it(
     tmp_path: Path, project: Path, provider_id: str
 ) -> None:
-    env_name = "OPENAI_API_KEY" if provider_id == "openai" else "ANTHROPIC_API_KEY"
-    base_path = "/v1" if provider_id == "openai" else ""
+    combinations = list(itertools.product(KEY_SOURCES, PROJECT_KEYS, USER_URLS))
+    secrets = {"env": ENV_KEY, "stored": STORED_KEY, "user-config": USER_KEY}
     async with _listener() as (url, seen):
-        project_url = f"{url}{base_path}"
-        checked = 0
-        for number, (source, project_key, user_url) in enumerate(
-            itertools.product(KEY_SOURCES, PROJECT_KEYS, USER_URLS)
-        ):
-            root = tmp_path / str(number)
-            data = root / "data"
-            env = _env(root, ENV_NAME_UNUSED="1")
-            user_options: dict[str, Any] = {}
-            if source == "env":
-                env[env_name] = ENV_KEY
-            elif source == "stored":
-                keys.store(data.resolve(), provider_id, STORED_KEY)
-            elif source == "user-config":
-                user_options["apiKey"] = USER_KEY
-            user: dict[str, Any] = {}
-            if user_url == "same":
-                user_options["baseURL"] = project_url
-            elif user_url == "other":
-                user_options["baseURL"] = "http://127.0.0.1:9/elsewhere"
-            elif user_url == "trusted":
-                user["trustedBaseURLs"] = [project_url]
-            if user_options:
-                user["provider"] = {provider_id: {"options": user_options}}
-            _write(root / "config" / "partwire.json", user)
-            options: dict[str, Any] = {"baseURL": project_url}
-            if project_key == "empty":
-                options["apiKey"] = ""
-            elif project_key == "env-ref":
-                options["apiKey"] = f"{{env:{env_name}}}"
-                env.setdefault(env_name, ENV_KEY)
-            elif project_key == "literal":
-                options["apiKey"] = PROJECT_KEY
-            _write(project / "partwire.json", {"provider": {provider_id: {"options": options}}})
-            settings = load_settings(project_dir=project, data_dir=data, env=env)
+        project_url = url + ("/v1" if provider_id == "openai" else "")
+        for number, combination in enumerate(combinations):
+            source, project_key, user_url = combination
+            settings = _layers(
+                tmp_path / str(number), project, provider_id, project_url, combination
+            )
             before = len(seen)
             await _request(settings, provider_id)
             sent = [json.dumps(headers) for headers in seen[before:]]
-            user_named = user_url in ("same", "trusted")
-            where = (source, project_key, user_url)
-            if not user_named:
-                assert not any(s in text for s in USERS_SECRETS for text in sent), where
-            if project_key == "literal" and not user_named:
-                assert sent and all(PROJECT_KEY in text for text in sent), where
-            if user_named and source != "none" and project_key == "absent":
-                secret = {"env": ENV_KEY, "stored": STORED_KEY, "user-config": USER_KEY}[source]
-                assert sent and all(secret in text for text in sent), where
-            checked += 1
-    assert checked == len(KEY_SOURCES) * len(PROJECT_KEYS) * len(USER_URLS)
+            if user_url not in ("same", "trusted"):  # the project chose the server
+                assert not any(s in text for s in USERS_SECRETS for text in sent), combination
+                if project_key == "literal":
+                    assert sent and all(PROJECT_KEY in text for text in sent), combination
+            elif source != "none" and project_key == "absent":  # the user's own server
+                assert sent and all(secrets[source] in text for text in sent), combination
+    assert len(combinations) == 64
 
 
 async def test_an_empty_project_key_is_not_filled_with_the_environment_key(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from partwire.client.http import PartwireClient
@@ -48,3 +50,22 @@ async def test_an_import_is_announced_and_its_history_order_kept(
     copied = await client.messages(copy_id)
     assert [m.info.role for m in copied] == ["user", "assistant"]
     assert copied[1].info.parent_id == copied[0].info.id
+
+
+async def test_concurrent_imports_of_one_export_never_meet(
+    client: PartwireClient, server: str
+) -> None:
+    body = await _exported(client)
+    info = body["info"]
+    assert isinstance(info, dict)
+    await client.delete_session(info["id"])  # its ids are free again: each import may claim them
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        responses = await asyncio.gather(
+            *(http.post("/session/import", json=body) for _ in range(8))
+        )
+    assert [r.status_code for r in responses] == [200] * 8, [r.text for r in responses]
+    made = [r.json()["id"] for r in responses]
+    assert len(set(made)) == 8 and made.count(info["id"]) == 1
+    for session_id in made:
+        messages = await client.messages(session_id)
+        assert [m.info.role for m in messages] == ["user", "assistant"], session_id

@@ -233,3 +233,49 @@ async def test_v2_revert_stages_clears_and_commits(
     left = [m["info"]["id"] for m in (await http.get(f"/session/{sid}/message")).json()]
     assert left == [m["info"]["id"] for m in messages[:3]]
     assert (await http.get(f"/session/{sid}")).json().get("revert") is None
+
+
+async def test_revert_never_deletes_through_a_symlink_out_of_the_project(
+    http: httpx.AsyncClient, model: ScriptedModel, repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep me\n")
+    (repo / "linkdir").symlink_to(outside, target_is_directory=True)
+    sid = await _session_with_edits(http, model)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    info = (await http.get(f"/session/{sid}")).json()
+    patch = next(p for m in messages for p in m["parts"] if p["type"] == "patch")
+    patch["files"] = [str(repo / "linkdir" / "victim.txt")]
+    imported = await http.post("/session/import", json={"info": info, "messages": messages})
+    assert imported.status_code == 200, imported.text
+    copy = imported.json()["id"]
+    copied = (await http.get(f"/session/{copy}/message")).json()
+    reverted = await http.post(
+        f"/session/{copy}/revert", json={"messageID": copied[1]["info"]["id"]}
+    )
+    assert reverted.status_code == 200, reverted.text
+    assert (outside / "victim.txt").read_text() == "keep me\n"
+
+
+async def test_patch_parts_that_leave_the_project_are_refused(
+    http: httpx.AsyncClient, model: ScriptedModel, repo: Path
+) -> None:
+    sid = await _session_with_edits(http, model)
+    messages = (await http.get(f"/session/{sid}/message")).json()
+    info = (await http.get(f"/session/{sid}")).json()
+    message = next(m for m in messages if any(p["type"] == "patch" for p in m["parts"]))
+    patch = next(p for p in message["parts"] if p["type"] == "patch")
+    before = len((await http.get("/session")).json())
+    for outside in ("/etc/passwd", str(repo / ".." / "elsewhere.txt"), "../up.txt"):
+        patch["files"] = [outside]
+        imported = await http.post("/session/import", json={"info": info, "messages": messages})
+        assert imported.status_code == 400, (outside, imported.text)
+        assert "outside the project" in imported.json()["data"]["message"]
+        route = f"/session/{sid}/message/{message['info']['id']}/part/{patch['id']}"
+        patched = await http.patch(route, json=patch)
+        assert patched.status_code == 400, (outside, patched.text)
+    assert len((await http.get("/session")).json()) == before  # nothing stored
+    stored = (await http.get(f"/session/{sid}/message")).json()
+    kept = next(p for m in stored for p in m["parts"] if p["id"] == patch["id"])
+    assert kept["files"] == [str(repo / "README.md")]

@@ -9,10 +9,11 @@ files back as they were at the revert.
 
 from __future__ import annotations
 
-from pathlib import Path
+import posixpath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from partwire.errors import NotFoundError
+from partwire.errors import BadRequestError, NotFoundError
 from partwire.schema.event import (
     MessagePartRemoved,
     MessageRef,
@@ -65,8 +66,41 @@ def _patches_from(
     ]
 
 
-def _relative(snapshots: Snapshots, path: str) -> str:
-    return Path(path).relative_to(snapshots.project_dir).as_posix()
+def project_name(project_dir: Path, path: str, origin: str | None = None) -> str | None:
+    """``path`` (absolute, or relative to the project) as a name inside ``project_dir``,
+    read as text (``..`` collapsed, no symlink followed); a path under ``origin`` (the
+    directory an imported session ran in) is taken as the same place here. None when
+    it leads out of the project."""
+    raw = PurePosixPath(path)
+    for root in (str(project_dir), origin):
+        if root and raw.is_absolute():
+            relative = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(root))
+            if not relative.startswith(".."):
+                break
+    else:
+        if raw.is_absolute():
+            return None
+        relative = posixpath.normpath(path)
+    if relative in (".", "") or relative == ".." or relative.startswith("../"):
+        return None
+    return relative
+
+
+def check_patch_files(part: Part, project_dir: Path, origin: str | None = None) -> Part:
+    """A patch part with its files inside ``project_dir`` (rebased from ``origin``);
+    a 400 naming the first file that leads out."""
+    if not isinstance(part, PatchPart):
+        return part
+    files = []
+    for index, file in enumerate(part.files):
+        name = project_name(project_dir, file, origin)
+        if name is None:
+            raise BadRequestError(
+                f"patch file {file} is outside the project {project_dir}",
+                field=f"files.{index}",
+            )
+        files.append(str(project_dir / name))
+    return part.model_copy(update={"files": files})
 
 
 class Reverts:
@@ -89,8 +123,8 @@ class Reverts:
         restored: set[str] = set()
         for patch in _patches_from(history, message_id, part_id) if files else []:
             for file in patch.files:
-                name = _relative(self.snapshots, file)
-                if name not in restored:
+                name = project_name(self.snapshots.project_dir, file)
+                if name is not None and name not in restored:
                     restored.add(name)
                     await self.snapshots.restore_files(patch.hash, [name])
         diff = ""

@@ -13,6 +13,7 @@ from partwire.config import Settings
 from partwire.errors import BadRequestError, IdConflictError, NotFoundError, SessionBusyError
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
+    Draft,
     MessageInfo,
     MessagePartUpdated,
     MessageUpdated,
@@ -29,6 +30,7 @@ from partwire.schema.session import Session, SessionModel, SessionTime
 from partwire.session.agents import get_agent
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
+from partwire.session.revert import check_patch_files
 from partwire.storage.base import Store
 
 _ADJECTIVES = ("brave", "calm", "eager", "gentle", "lucky", "neon", "quiet", "swift", "wild")
@@ -67,6 +69,10 @@ def random_slug() -> str:
     return f"{secrets.choice(_ADJECTIVES)}-{secrets.choice(_NOUNS)}"
 
 
+def _created(session: Session) -> Draft:
+    return SessionCreated(SessionInfo(session_id=session.id, info=session))
+
+
 class Sessions:
     def __init__(self, store: Store, loop: SessionLoop, settings: Settings) -> None:
         self.store = store
@@ -76,8 +82,6 @@ class Sessions:
     async def create(self, body: SessionCreateInput, *, session_id: str | None = None) -> Session:
         """A new session; ``session_id`` (``ses…``, opencode v2's client-chosen id) must be
         unused (IdConflictError)."""
-        if session_id is not None and await self._session_exists(session_id):
-            raise IdConflictError("id", session_id)
         if body.parent_id is not None:
             await self.store.get_session(body.parent_id)
         if body.agent is not None:
@@ -104,9 +108,10 @@ class Sessions:
             metadata=body.metadata,
             permission=body.permission,
         )
-        await self.store.put_session(
-            session, [SessionCreated(SessionInfo(session_id=session.id, info=session))]
-        )
+        try:
+            await self.store.create_session(session, [_created(session)])
+        except IdConflictError:
+            raise IdConflictError("id", session.id) from None
         return session
 
     async def delete(self, session_id: str) -> bool:
@@ -140,33 +145,40 @@ class Sessions:
         stored yet; otherwise (imported twice, or exported from here) it becomes a copy
         with new ids, so an import never overwrites anything."""
         _check_export(export)
-        history = export.messages
+        project_dir = self.settings.project_dir
+        history = [  # patch parts name files of the project they ran in: here, or a 400
+            entry.model_copy(
+                update={
+                    "parts": [
+                        check_patch_files(p, project_dir, export.info.directory)
+                        for p in entry.parts
+                    ]
+                }
+            )
+            for entry in export.messages
+        ]
         taken = await self.store.ids_in_use(
             [m.info.id for m in history], [p.id for m in history for p in m.parts]
         )
-        fresh = bool(taken) or await self._session_exists(export.info.id)
+        fresh = bool(taken)
         directory = str(self.settings.project_dir)
-        session = export.info.model_copy(
-            update={
-                "id": ids.session_id() if fresh else export.info.id,
-                "directory": directory,
-                "project_id": project_id(directory),
-                "parent_id": None,
-                "revert": None,
-            }
-        )
-        await self.store.put_session(
-            session, [SessionCreated(SessionInfo(session_id=session.id, info=session))]
-        )
+        kept = {
+            "directory": directory,
+            "project_id": project_id(directory),
+            "parent_id": None,
+            "revert": None,
+        }
+        session = export.info.model_copy(update=kept)
+        if not fresh:
+            try:  # the id is claimed in the store: of two imports at once, one keeps it
+                await self.store.create_session(session, [_created(session)])
+            except IdConflictError:
+                fresh = True
+        if fresh:
+            session = session.model_copy(update={"id": ids.session_id()})
+            await self.store.create_session(session, [_created(session)])
         await self._write_history(session, history, fresh_ids=fresh)
         return session
-
-    async def _session_exists(self, session_id: str) -> bool:
-        try:
-            await self.store.get_session(session_id)
-        except NotFoundError:
-            return False
-        return True
 
     async def _write_history(
         self, target: Session, history: list[MessageWithParts], *, fresh_ids: bool

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -134,11 +134,37 @@ class Snapshots:
         return diffs
 
     async def restore_files(self, snapshot: str, files: list[str]) -> None:
-        """Put each file back as it was in ``snapshot`` (deleting it if it did not exist)."""
+        """Put each file back as it was in ``snapshot`` (deleting it if it did not exist).
+
+        Only files inside the project are touched, and never through a symlink: a name
+        with ``..``, an absolute one, or one whose folders include a link is skipped, and
+        a file is deleted only when the snapshot's own index lists it (git never lists a
+        path beyond a symbolic link)."""
         async with self._serial():
             for name in files:
+                if not await asyncio.to_thread(within_project, self.project_dir, name):
+                    log.warning("revert skipped %s: not a path inside the project", name)
+                    continue
                 present = await self._git("ls-tree", "--name-only", snapshot, "--", name)
                 if present.strip():
                     await self._git("checkout", snapshot, "--", name)
-                else:
+                    continue
+                await self._git("add", "--all", "--", ".")
+                listed = await self._git("ls-files", "--", name, check=False)
+                if listed.splitlines() == [name]:
                     (self.project_dir / name).unlink(missing_ok=True)
+
+
+def within_project(project_dir: Path, name: str) -> bool:
+    """Whether ``name`` (relative to the project) is inside it with no symlink on the way:
+    every folder on its path is a real folder of the project (the file itself may be a
+    link: deleting one removes the link, not what it points to)."""
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or any(step in ("..", ".", "") for step in path.parts):
+        return False
+    folder = project_dir.resolve()
+    for step in path.parts[:-1]:
+        folder = folder / step
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return False
+    return True

@@ -217,6 +217,12 @@ class SqliteStore:
     async def put_session(self, session: Session, events: list[Draft]) -> None:
         await self._submit(SessionPut(events=events, session=session))
 
+    async def create_session(self, session: Session, events: list[Draft]) -> None:
+        try:
+            await self._submit(SessionPut(events=events, session=session, new=True))
+        except IdTakenError:
+            raise IdConflictError("sessionID", session.id) from None
+
     async def delete_session(self, session_id: str, events: list[Draft]) -> None:
         await self._submit(SessionDelete(events=events, session_id=session_id))
 

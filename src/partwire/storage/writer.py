@@ -109,14 +109,22 @@ class Write:
 @dataclass
 class SessionPut(Write):
     session: Session | None = None
+    new: bool = False  # claim the id: fail (IdTakenError) if a session holds it already
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.session is not None
-        ctx.conn.execute(
-            "INSERT INTO session (id, parent_id, data) VALUES (?,?,?) ON CONFLICT (id) "
-            "DO UPDATE SET parent_id = excluded.parent_id, data = excluded.data",
-            (self.session.id, self.session.parent_id, self.session.wire_json()),
+        on_conflict = (
+            "DO NOTHING"
+            if self.new
+            else "DO UPDATE SET parent_id = excluded.parent_id, data = excluded.data"
         )
+        changed = ctx.conn.execute(
+            "INSERT INTO session (id, parent_id, data) VALUES (?,?,?) "
+            f"ON CONFLICT (id) {on_conflict}",
+            (self.session.id, self.session.parent_id, self.session.wire_json()),
+        ).rowcount
+        if self.new and changed == 0:
+            raise IdTakenError(f"session id {self.session.id} is taken")
 
 
 @dataclass

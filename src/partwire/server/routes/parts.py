@@ -19,6 +19,7 @@ from partwire.schema.event import (
 from partwire.schema.part import Part, part_adapter
 from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
+from partwire.session.revert import check_patch_files
 
 router = APIRouter(prefix="/session/{sessionID}/message/{messageID}", tags=["session"])
 
@@ -65,6 +66,8 @@ async def update_part(
         part = part_adapter.validate_python({**body, **ids})
     except ValueError as exc:
         raise BadRequestError(f"Not a valid part: {exc}") from None
+    session = await runtime.store.get_session(sessionID)
+    part = check_patch_files(part, runtime.project_of(session).settings.project_dir)
     props = PartUpdatedProps(session_id=sessionID, part=part, time=int(time.time() * 1000))
     await runtime.store.put_part(part, [MessagePartUpdated(props)])
     return wire(part)

@@ -22,7 +22,7 @@ from partwire import ids
 from partwire.bus import Bus
 from partwire.config import Settings
 from partwire.editor import EditorFiles
-from partwire.errors import BadRequestError
+from partwire.errors import BadRequestError, TooManyRequestsError
 from partwire.permission import Permissions
 from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
@@ -106,6 +106,9 @@ def _store(settings: Settings, bus: Bus) -> SqliteStore:
     return SqliteStore(settings.database_path, bus, retain_events=settings.event_log_retain)
 
 
+# projects (directories) one server holds at once; idle ones beyond are dropped
+MAX_PROJECTS = 64
+
 # what GET /session/status, /permission and /question list, from every server's events
 _LISTED = (
     "session.status",
@@ -185,13 +188,40 @@ class Runtime:
             path = Path(directory).expanduser().resolve()
         except (OSError, ValueError) as exc:
             raise BadRequestError(f"directory: {exc}", field="directory", kind="Query") from None
-        if path not in self.projects:
+        found = self.projects.pop(path, None)  # re-inserted last: the oldest used go first
+        if found is None:
             if not path.is_dir():
                 raise BadRequestError(
                     f"directory {directory} does not exist", field="directory", kind="Query"
                 )
-            self.projects[path] = self._make_project(path)
-        return self.projects[path]
+            self._make_room()
+            found = self._make_project(path)
+        self.projects[path] = found
+        return found
+
+    def known_project(self, directory: str | None) -> Project | None:
+        """The scope of ``directory`` if this server holds it already (never made here)."""
+        if not directory:
+            return self.projects[self.settings.project_dir]
+        try:
+            return self.projects.get(Path(directory).expanduser().resolve())
+        except (OSError, ValueError):
+            return None
+
+    def _make_room(self) -> None:
+        """Keep at most MAX_PROJECTS: drop the least recently used idle one (no run, no
+        terminal; it is made again when next named), else refuse."""
+        if len(self.projects) < MAX_PROJECTS:
+            return
+        for path, project in self.projects.items():
+            idle = not project.loop.running() and not project.terminals.list()
+            if path != self.settings.project_dir and idle:
+                del self.projects[path]
+                return
+        raise TooManyRequestsError(
+            f"this server holds {MAX_PROJECTS} projects, each busy; finish a run or close "
+            "a terminal in one of them first"
+        )
 
     def project_of(self, session: Session) -> Project:
         """Sessions run in their own directory, whatever directory a request names."""

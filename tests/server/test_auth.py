@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import replace
+from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 
 from partwire.config import Settings
+from partwire.runtime import MAX_PROJECTS
 from partwire.server.auth import is_loopback
 from partwire.server.runner import serve_in_background
 from tests.reference import response_schema, validate_schema
@@ -85,3 +88,50 @@ async def test_cors_allows_only_configured_origins(settings: Settings) -> None:
         assert ok.headers.get("access-control-allow-origin") == "http://allowed.test"
         other = await http.get("/session", headers={"Origin": "http://evil.test"})
         assert "access-control-allow-origin" not in other.headers
+
+
+async def test_a_stranger_makes_no_project_through_a_terminal_socket(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A socket let through on a ticket alone (not authenticated) reaches only a project
+    the server holds: its directory is never registered."""
+    locked = replace(settings, server_password=PASSWORD)
+    async with (
+        serve_in_background(locked) as url,
+        httpx.AsyncClient(base_url=url, timeout=10, auth=("partwire", PASSWORD)) as http,
+        aiohttp.ClientSession() as client,
+    ):
+        before = (await http.get("/project")).json()
+        for number in range(12):
+            folder = tmp_path / f"stranger{number}"
+            folder.mkdir()
+            for path, name in (
+                ("/pty/pty_x/connect", "directory"),
+                ("/api/pty/pty_x/connect", "location[directory]"),
+            ):
+                ws_url = url.replace("http://", "ws://") + path
+                query = {name: str(folder), "ticket": "t"}
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await client.ws_connect(ws_url, params=query)
+                assert refused.value.status == 403
+        after = (await http.get("/project")).json()
+        assert [p["worktree"] for p in after] == [p["worktree"] for p in before]
+        # an authenticated client still reaches a new directory
+        (tmp_path / "mine").mkdir()
+        ok = await http.get("/session", params={"directory": str(tmp_path / "mine")})
+        assert ok.status_code == 200
+
+
+async def test_the_projects_a_server_holds_are_bounded(settings: Settings, tmp_path: Path) -> None:
+    async with (
+        serve_in_background(settings) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as http,
+    ):
+        for number in range(MAX_PROJECTS + 20):
+            folder = tmp_path / f"p{number}"
+            folder.mkdir()
+            listed = await http.get("/session", params={"directory": str(folder)})
+            assert listed.status_code == 200
+        held = (await http.get("/project")).json()
+        assert len(held) <= MAX_PROJECTS
+        assert str(tmp_path / f"p{MAX_PROJECTS + 19}") in [p["worktree"] for p in held]

@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response, WebSocket, WebSocketDisconnect
 
+from partwire.errors import UserError
 from partwire.runtime import Project
 from partwire.server.auth import TICKET_SCOPE_KEY
 from partwire.server.routes.scope import requested_project, runtime_of
@@ -108,8 +109,21 @@ async def connect_without_upgrade(request: Request, ptyID: str) -> Response:
 
 @router.websocket("/pty/{ptyID}/connect")
 async def connect(socket: WebSocket, ptyID: str) -> None:
-    directory = socket.query_params.get("directory") or None
-    await _serve(socket, runtime_of(socket).project(directory), ptyID)
+    await _serve(socket, _socket_project(socket, "directory"), ptyID)
+
+
+def _socket_project(socket: WebSocket, parameter: str) -> Project | None:
+    """The project a socket names. One let in on the strength of a ticket alone has not
+    authenticated: it may only reach a project this server holds already (its ticket
+    was issued there), and makes none."""
+    directory = socket.query_params.get(parameter) or None
+    runtime = runtime_of(socket)
+    if socket.scope.get(TICKET_SCOPE_KEY, False):
+        return runtime.known_project(directory)
+    try:
+        return runtime.project(directory)
+    except UserError:
+        return None
 
 
 # ---- v2 ---------------------------------------------------------------------------------
@@ -168,8 +182,7 @@ async def v2_connect_without_upgrade(request: Request, ptyID: str) -> Response:
 
 @router.websocket("/api/pty/{ptyID}/connect")
 async def v2_connect(socket: WebSocket, ptyID: str) -> None:
-    directory = socket.query_params.get("location[directory]") or None
-    await _serve(socket, runtime_of(socket).project(directory), ptyID)
+    await _serve(socket, _socket_project(socket, "location[directory]"), ptyID)
 
 
 # ---- the connection -----------------------------------------------------------------------
@@ -202,7 +215,10 @@ def _cursor(socket: WebSocket) -> int | None:
     return cursor if cursor >= -1 else None
 
 
-async def _serve(socket: WebSocket, project: Project, pty_id: str) -> None:
+async def _serve(socket: WebSocket, project: Project | None, pty_id: str) -> None:
+    if project is None:
+        await socket.close(code=4403, reason="no such project on this server")
+        return
     try:
         terminal = project.terminals.get(pty_id)
     except PtyNotFound:

@@ -108,3 +108,39 @@ async def test_a_lone_surrogate_is_a_400_naming_the_field(
         headers={"content-type": "application/json"},
     )
     assert emoji.status_code == 200 and emoji.json()["title"] == "\U0001f600 ok"  # pairs are fine
+
+
+# bytes no JSON parser should see: invalid UTF-8 (a UTF-16 surrogate encoded as UTF-8,
+# a lone continuation byte, a truncated sequence) and nesting past any parser's stack
+BAD_BODIES = [
+    b'{"title": "\xed\xa0\x80"}',
+    b'{"title": "\x80"}',
+    b'{"text": "\xe2\x82"}',
+    b"[" * 5000 + b"]" * 5000,
+    b'{"a":' * 3000 + b"1" + b"}" * 3000,
+]
+
+
+async def test_bad_bytes_and_deep_nesting_are_a_400_on_every_route(
+    http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    sid = (await http.post("/session", json={})).json()["id"]
+    operations = await _operations(http)
+    failures: list[str] = []
+    with caplog.at_level(logging.ERROR):
+        for method, path in operations:
+            for body in BAD_BODIES:
+                response = await http.request(
+                    method.upper(),
+                    _fill(path, sid),
+                    content=body,
+                    headers={"content-type": "application/json"},
+                )
+                said = response.status_code == 501 and (method, path) in NOT_IMPLEMENTED
+                if not 400 <= response.status_code < 500 and not said:
+                    failures.append(f"{method} {path} {body[:20]!r} → {response.status_code}")
+                elif not said:
+                    assert error_message(response.json()), (method, path)
+    assert failures == []
+    tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    assert tracebacks == []

@@ -118,9 +118,10 @@ def lone_surrogate(value: Any, path: str = "") -> str | None:
 
 
 class UnicodeGuard:
-    """A JSON body holding text that is not valid Unicode (a lone surrogate escape, which
-    JSON allows and UTF-8 cannot store) is a 400 naming the field, before any route runs.
-    Only bodies that contain a surrogate escape at all are parsed here."""
+    """A body that is not UTF-8, JSON nested too deep to parse, or JSON holding text that
+    is not valid Unicode (a lone surrogate escape, which JSON allows and UTF-8 cannot
+    store, named by its field) is a 400 before any route runs. Only bodies that contain a
+    surrogate escape at all are parsed here."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -136,14 +137,9 @@ class UnicodeGuard:
             if message["type"] != "http.request" or not message.get("more_body", False):
                 break
         body = b"".join(m.get("body", b"") for m in chunks)
-        field = None
-        if _SURROGATE_ESCAPE.search(body):
-            try:
-                field = lone_surrogate(json.loads(body))
-            except ValueError:
-                field = None  # not JSON: the route's own parsing says so
-        if field is not None:
-            await _bad_unicode(send, field)
+        problem = bad_json_text(body)
+        if problem is not None:
+            await _respond(send, 400, _bad_body(*problem))
             return
 
         async def replay() -> Message:
@@ -152,7 +148,45 @@ class UnicodeGuard:
         await self.app(scope, replay, send)
 
 
-async def _bad_unicode(send: Send, field: str) -> None:
-    message = f"{field}: not valid Unicode text (it holds a lone surrogate)"
-    body = {"name": "BadRequest", "data": {"message": message, "kind": "Body", "field": field}}
-    await _respond(send, 400, json.dumps(body).encode())
+MAX_JSON_DEPTH = 100
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def bad_json_text(body: bytes) -> tuple[str, str | None] | None:
+    """Why ``body`` can never be read as JSON text, before anything tries: bytes that are
+    not UTF-8, nesting deeper than MAX_JSON_DEPTH (a parser would run out of stack), or
+    a lone surrogate escape (with the field holding it). None otherwise."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not valid UTF-8 (byte {exc.start} is {body[exc.start]:#04x})", None
+    if json_too_deep(body):
+        return f"the JSON body is nested deeper than {MAX_JSON_DEPTH} levels", None
+    if _SURROGATE_ESCAPE.search(body):
+        try:
+            field = lone_surrogate(json.loads(body))
+        except ValueError:
+            return None  # not JSON: the route's own parsing says so
+        if field is not None:
+            return f"{field}: not valid Unicode text (it holds a lone surrogate)", field
+    return None
+
+
+def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether arrays and objects nest deeper than ``limit`` (brackets in strings aside)."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    depth = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub(b"", body)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def _bad_body(message: str, field: str | None) -> bytes:
+    data: dict[str, str] = {"message": message, "kind": "Body"}
+    if field is not None:
+        data["field"] = field
+    return json.dumps({"name": "BadRequest", "data": data}).encode()

@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 from partwire.errors import BuilderError
 from partwire.schema.message import MessageWithParts
 from partwire.server.errors import error_body
-from partwire.server.limits import lone_surrogate
+from partwire.server.limits import MAX_JSON_DEPTH, json_too_deep, lone_surrogate
 from partwire.server.routes.scope import runtime_of, session_project
 from partwire.server.routes.session import wire
 
@@ -128,6 +128,8 @@ async def _lines(body: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]
 def _parse(number: int, line: bytes) -> IngestEvent:
     from partwire.schema.ingest import ingest_adapter
 
+    if json_too_deep(line):
+        raise BadLine(number, f"nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError:

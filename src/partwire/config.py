@@ -73,6 +73,7 @@ DEFAULT_PORT = 4096
 DEFAULT_DEMO_DELAY_MS = 25
 DEFAULT_HEARTBEAT_S = 30.0
 DEFAULT_EVENT_LOG_RETAIN = 200_000
+DEFAULT_INGEST_MAX_BYTES = 32 * 1024 * 1024  # one ingested message, all its lines
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Settings:
     demo_delay_ms: float = DEFAULT_DEMO_DELAY_MS
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     event_log_retain: int = DEFAULT_EVENT_LOG_RETAIN
+    ingest_max_bytes: int = DEFAULT_INGEST_MAX_BYTES
     default_model: str = "demo/demo"
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     config_files: tuple[Path, ...] = ()
@@ -503,6 +505,9 @@ def load_settings(
         heartbeat_s=_float_env(source, "PARTWIRE_HEARTBEAT_S", DEFAULT_HEARTBEAT_S),
         event_log_retain=int(
             _float_env(source, "PARTWIRE_EVENT_LOG_RETAIN", DEFAULT_EVENT_LOG_RETAIN)
+        ),
+        ingest_max_bytes=int(
+            _float_env(source, "PARTWIRE_INGEST_MAX_BYTES", DEFAULT_INGEST_MAX_BYTES)
         ),
         default_model=source.get("PARTWIRE_MODEL") or config.get("model") or _default(providers),
         providers=providers,

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from partwire import ids
-from partwire.errors import NotFoundError, PermissionDeniedError, RejectedError
+from partwire.errors import BadRequestError, NotFoundError, PermissionDeniedError, RejectedError
 from partwire.schema.event import (
     Event,
     PermissionAsked,
@@ -49,6 +49,30 @@ Forward = Callable[[dict[str, Any]], Awaitable[bool]]
 def _compile(pattern: str) -> re.Pattern[str]:
     body = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
     return re.compile(body)  # no DOTALL: a wildcard never crosses a newline
+
+
+# What a reply to an ask may carry (it goes to the model, and to the server holding the
+# ask): each text, and the number of answers.
+MAX_REPLY_CHARS = 10_000
+MAX_ANSWERS = 64
+
+
+def check_reply_size(reply: str | list[list[str]] | None) -> None:
+    """A 400 for a reply message or question answers past the limits."""
+    if isinstance(reply, str) and len(reply) > MAX_REPLY_CHARS:
+        raise BadRequestError(
+            f"message: at most {MAX_REPLY_CHARS} characters (got {len(reply)})", field="message"
+        )
+    if isinstance(reply, list):
+        texts = [label for answer in reply for label in answer]
+        if len(reply) > MAX_ANSWERS or any(len(answer) > MAX_ANSWERS for answer in reply):
+            raise BadRequestError(
+                f"answers: at most {MAX_ANSWERS} lists of {MAX_ANSWERS} labels", field="answers"
+            )
+        if any(len(text) > MAX_REPLY_CHARS for text in texts):
+            raise BadRequestError(
+                f"answers: each at most {MAX_REPLY_CHARS} characters", field="answers"
+            )
 
 
 def wildcard(pattern: str, text: str) -> bool:
@@ -195,6 +219,7 @@ class Permissions:
     async def reply(
         self, request_id: str, reply: PermissionReply, message: str | None = None
     ) -> None:
+        check_reply_size(message)
         pending = self._pending.get(request_id)
         if pending is None:
             command = {"op": "permission.reply", "id": request_id, "reply": reply}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError, RejectedError
-from partwire.permission import OpenElsewhere
+from partwire.permission import OpenElsewhere, check_reply_size
 from partwire.schema.event import (
     Event,
     QuestionAsked,
@@ -80,6 +80,7 @@ class Questions:
         return pending
 
     async def reply(self, request_id: str, answers: Answers) -> None:
+        check_reply_size(answers)
         if request_id not in self._pending and await self._forwarded(
             {"op": "question.reply", "id": request_id, "answers": answers}
         ):

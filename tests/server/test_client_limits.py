@@ -10,6 +10,7 @@ import pytest
 
 from partwire import quotas
 from partwire.config import Settings
+from partwire.permission import MAX_ANSWERS, MAX_REPLY_CHARS
 from partwire.schema.input import MAX_PROMPT_PARTS, MAX_TEXT_CHARS
 from partwire.server.limits import MAX_QUERY_BYTES
 from partwire.server.runner import serve_in_background
@@ -86,3 +87,21 @@ async def test_streams_dropped_at_once_do_not_use_up_the_quota(
     await asyncio.sleep(0.3)
     async with http.stream("GET", "/event") as again:
         assert again.status_code == 200
+
+
+async def test_reply_texts_are_bounded(http: httpx.AsyncClient) -> None:
+    long = "x" * (MAX_REPLY_CHARS + 1)
+    bodies = [
+        ("/permission/per_x/reply", {"reply": "reject", "message": long}),
+        ("/question/que_x/reply", {"answers": [[long]]}),
+        ("/question/que_x/reply", {"answers": [["a"]] * (MAX_ANSWERS + 1)}),
+    ]
+    for path, body in bodies:
+        response = await http.post(path, json=body)
+        assert response.status_code == 400, (path, response.text)
+        assert (
+            str(MAX_ANSWERS if "answers" in body and len(body["answers"]) > 1 else MAX_REPLY_CHARS)
+            in response.text
+        )
+    fits = await http.post("/permission/per_x/reply", json={"reply": "reject", "message": "no"})
+    assert fits.status_code == 404  # within the bounds: on to finding the ask

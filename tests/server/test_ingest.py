@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -14,7 +15,9 @@ import pytest
 
 from partwire.client.http import PartwireClient
 from partwire.client.reducer import ClientState, reduce
+from partwire.config import Settings
 from partwire.schema.event import Event
+from partwire.server.runner import serve_in_background
 
 
 async def _session(client: PartwireClient) -> str:
@@ -230,3 +233,33 @@ async def test_abort_stops_an_ingest_stream(server: str) -> None:
         answer = await upload
     assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
     assert [p.text for p in answer.parts] == ["working"]  # type: ignore[union-attr]
+
+
+async def test_a_message_past_the_ingest_limit_is_a_413_and_keeps_what_came_before(
+    settings: Settings,
+) -> None:
+    limited = replace(settings, ingest_max_bytes=4096)
+    head = _ndjson({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "kept"})
+
+    async def body() -> AsyncIterator[bytes]:
+        yield head
+        await asyncio.sleep(0.2)  # the first lines are applied before the flood
+        for _ in range(100):
+            yield _ndjson({"type": "text-delta", "delta": "x" * 100})
+
+    async with serve_in_background(limited) as url, PartwireClient(url) as client:
+        session_id = await _session(client)
+        async with httpx.AsyncClient(base_url=url) as http:
+            response = await http.post(
+                f"/session/{session_id}/ingest",
+                content=body(),
+                headers={"content-type": "application/x-ndjson"},
+            )
+        assert response.status_code == 413
+        error = response.json()
+        assert error["name"] == "PayloadTooLarge" and "4096 bytes" in error["data"]["message"]
+        answer = (await client.messages(session_id))[1]
+        text = "".join(p.text for p in answer.parts if p.type == "text")  # type: ignore[union-attr]
+        assert text.startswith("kept") and len(text) < 4096
+        assert answer.info.error is not None  # type: ignore[union-attr]
+        assert await client.status() == {}

@@ -322,7 +322,8 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
                 assert status[sid]["type"] == "busy", (url, status)
             idle = asyncio.create_task(_first(other, "session.idle", sid))
             await asyncio.sleep(0.3)
-            answer = {"answers": [["Blue"]]}
+            # past what a NOTIFY payload may carry: the command goes through a row
+            answer = {"answers": [["Blue" + ", and more" * 900]]}
             replied = await http.post(f"{other}/question/{request['id']}/reply", json=answer)
             assert replied.status_code == 200, replied.text
             made_up = await http.post(f"{other}/question/que_nobody/reply", json=answer)
@@ -334,6 +335,7 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
             messages = (await http.get(f"{other}/session/{sid}/message")).json()
             [tool] = [p for m in messages for p in m["parts"] if p["type"] == "tool"]
             assert tool["state"]["status"] == "completed", tool["state"]
+            assert ", and more" * 900 in tool["state"]["output"]
             assert all("error" not in m["info"] for m in messages)
 
             prompt = {"parts": [{"type": "text", "text": "long 5000"}]}

@@ -136,6 +136,15 @@ def _005_sessions_shared_by_servers(conn: Conn) -> None:
     )
 
 
+def _006_server_commands(conn: Conn) -> None:
+    """Commands between servers too large for a NOTIFY payload (a long permission reply,
+    say): the NOTIFY names the row instead. One server on a SQLite file leaves it empty."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS server_command "
+        "(id TEXT PRIMARY KEY, payload TEXT NOT NULL, created_ms BIGINT NOT NULL)"
+    )
+
+
 def _properties(payload: str, old: str, kind: str) -> str:
     """What the log now keeps of a logged event's wire JSON."""
     head = f'{{"id":"{old}","type":"{kind}","properties":'
@@ -150,6 +159,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "sequence", _003_sequence),
     (4, "event ids from sequence", _004_event_ids_from_sequence),
     (5, "sessions shared by servers", _005_sessions_shared_by_servers),
+    (6, "server commands", _006_server_commands),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

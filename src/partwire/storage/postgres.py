@@ -18,6 +18,8 @@ import asyncio
 import functools
 import json
 import logging
+import secrets
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,9 @@ log = logging.getLogger(__name__)
 # appends to the log at a time, so the log's order is the order of commits ("pw", then 2).
 APPEND_LOCK = 0x707702
 SETUP_LOCK = 0x707703  # one server migrates at a time
+NOTIFY_PAYLOAD_BYTES = 7_000  # Postgres refuses a NOTIFY payload of 8,000 bytes or more
+COMMAND_ROW = "commandRow"  # a NOTIFY that names the server_command row holding a command
+COMMAND_ROW_MS = 10 * 60 * 1000  # how long such a row is kept
 
 
 # SQLite's functions that the store's SQL and migrations use, made in Postgres first
@@ -230,8 +235,23 @@ class PostgresStore(SqliteStore):
         self._on_command = handle
 
     def _command(self, payload: str) -> None:
-        if self._on_command is not None:
-            self._on_command(json.loads(payload))
+        """Another server's command: in the NOTIFY payload, or in a row the payload names
+        (a command too large for NOTIFY). Runs on the tail's thread."""
+        if self._on_command is None:
+            return
+        command = json.loads(payload)
+        if isinstance(command, dict) and set(command) == {COMMAND_ROW}:
+            conn = connect(self.url, autocommit=True)
+            try:
+                row = conn.execute(
+                    "SELECT payload FROM server_command WHERE id = ?", (command[COMMAND_ROW],)
+                ).fetchone()
+            finally:
+                conn.close()
+            if row is None:
+                return
+            command = json.loads(row[0])
+        self._on_command(command)
 
     async def send_command(self, command: dict[str, Any]) -> None:
         if self.redis_url is not None:
@@ -241,14 +261,29 @@ class PostgresStore(SqliteStore):
             await asyncio.to_thread(redis_log.send_command, self.redis_url, keys, command)
             return
 
+        payload = json.dumps(command)
+
         def send() -> None:
             conn = connect(self.url, autocommit=True)
             try:
-                conn.execute("SELECT pg_notify(?, ?)", (COMMANDS, json.dumps(command)))
+                conn.execute("SELECT pg_notify(?, ?)", (COMMANDS, self._by_row(conn, payload)))
             finally:
                 conn.close()
 
         await asyncio.to_thread(send)
+
+    @staticmethod
+    def _by_row(conn: Conn, payload: str) -> str:
+        """What NOTIFY carries: the command, or when it is too large for a NOTIFY payload
+        (8,000 bytes), the id of a row holding it (rows are kept a while, for every
+        server to read, then cleared by later sends)."""
+        if len(payload.encode()) <= NOTIFY_PAYLOAD_BYTES:
+            return payload
+        now = int(time.time() * 1000)
+        row_id = secrets.token_hex(12)
+        conn.execute("DELETE FROM server_command WHERE created_ms < ?", (now - COMMAND_ROW_MS,))
+        conn.execute("INSERT INTO server_command VALUES (?, ?, ?)", (row_id, payload, now))
+        return json.dumps({COMMAND_ROW: row_id})
 
     async def ask_is_open(self, request_id: str) -> bool:
         """Whether the log shows the permission ask or question as asked and not answered."""

@@ -42,10 +42,18 @@ NDJSON_BODY = {
 
 
 class BadLine(Exception):
+    status = 400
+
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
         self.message = message
+
+
+class TooLarge(BadLine):
+    """The message passed the ingest limit (``PARTWIRE_INGEST_MAX_BYTES``): a 413."""
+
+    status = 413
 
 
 @router.post(
@@ -60,7 +68,8 @@ async def ingest(request: Request, sessionID: str) -> Response:
 
     _, project = await session_project(request, sessionID)
     project.loop.ensure_idle_now(sessionID)
-    events = _events(request.stream())
+    limit = runtime_of(request).settings.ingest_max_bytes
+    events = _events(request.stream(), limit)
     try:
         head = await anext(events, None)
     except BadLine as bad:
@@ -104,16 +113,24 @@ async def _apply(recording: Recording, number: int, event: IngestEvent) -> None:
         raise BadLine(number, exc.message) from None
 
 
-async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, IngestEvent]]:
-    async for number, line in _lines(body):
+async def _events(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, IngestEvent]]:
+    async for number, line in _lines(body, limit):
         if line.strip():
             yield number, _parse(number, line)
 
 
-async def _lines(body: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
+async def _lines(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, bytes]]:
     buffer = b""
     number = 0
+    total = 0
     async for chunk in body:
+        total += len(chunk)
+        if total > limit:
+            raise TooLarge(
+                number + 1,
+                f"the message is larger than {limit} bytes (PARTWIRE_INGEST_MAX_BYTES); "
+                "what came before this line is stored",
+            )
         buffer += chunk
         *complete, buffer = buffer.split(b"\n")
         for line in complete:
@@ -152,6 +169,7 @@ def _parse(number: int, line: bytes) -> IngestEvent:
 
 
 def _bad_line(bad: BadLine) -> JSONResponse:
+    name = "PayloadTooLarge" if bad.status == 413 else "BadRequest"
     return JSONResponse(
-        error_body("BadRequest", f"ingest {bad}", line=bad.line, kind="Body"), status_code=400
+        error_body(name, f"ingest {bad}", line=bad.line, kind="Body"), status_code=bad.status
     )

@@ -132,3 +132,24 @@ def test_a_project_server_without_any_key_is_usable(tmp_path: Path, project: Pat
     )
     settings = load_settings(project_dir=project, data_dir=tmp_path / "data", env=_env(tmp_path))
     assert settings.providers["local"].blocked is None  # an Ollama on loopback needs no key
+
+
+async def test_credentials_in_a_base_url_are_redacted_in_every_view(
+    tmp_path: Path, project: Path
+) -> None:
+    url = "http://ada:hunter2-secret@127.0.0.1:9/v1"
+    provider = {"local": {"options": {"baseURL": url}, "models": {"m": {}}}}
+    _write(tmp_path / "config" / "partwire.json", {"provider": provider})
+    _write(project / "partwire.json", {"provider": provider})
+    settings = load_settings(project_dir=project, data_dir=tmp_path / "data", env=_env(tmp_path))
+    async with serve_in_background(settings) as base, httpx.AsyncClient(base_url=base) as http:
+        for route in ("/config", "/global/config", "/provider", "/config/providers", "/api/model"):
+            response = await http.get(route)
+            assert response.status_code == 200, route
+            assert "hunter2" not in response.text and "127.0.0.1:9" in response.text, route
+        shown = (await http.get("/config")).json()
+        # a client that sends the config back as shown changes nothing
+        patched = await http.patch("/config", json=shown)
+        assert patched.status_code == 200, patched.text
+    stored = json.loads((project / "partwire.json").read_text())
+    assert stored["provider"]["local"]["options"]["baseURL"] == url

@@ -533,12 +533,24 @@ def _shown(value: Any) -> Any:
     return value if isinstance(value, str) and _ENV_REF.fullmatch(value) else REDACTED
 
 
+def shown_url(url: str) -> str:
+    """A URL as routes show it: credentials in it (``http://user:pass@host``) redacted."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url
+    return f"{scheme}://{REDACTED}@{authority.rpartition('@')[2]}{slash}{path}"
+
+
 def redact(config: dict[str, Any]) -> dict[str, Any]:
-    """The config as written, with every secret replaced (API keys, header values)."""
+    """The config as written, with every secret replaced (API keys, header values, the
+    credentials in a base URL)."""
     result: dict[str, Any] = {}
     for key, value in config.items():
         if key == "apiKey" and isinstance(value, str):
             result[key] = _shown(value)
+        elif key == "baseURL" and isinstance(value, str):
+            result[key] = shown_url(value)
         elif key == "headers" and isinstance(value, dict):
             result[key] = {name: _shown(v) for name, v in value.items()}
         elif isinstance(value, dict):
@@ -549,8 +561,14 @@ def redact(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _drop_redacted(value: Any) -> Any:
+    """A patch without what a client sent back as it was shown (a redacted secret, or a
+    URL with its credentials redacted): the stored value stays."""
     if isinstance(value, dict):
-        return {k: _drop_redacted(v) for k, v in value.items() if v != REDACTED}
+        return {
+            k: _drop_redacted(v)
+            for k, v in value.items()
+            if not (isinstance(v, str) and REDACTED in v)
+        }
     return value
 
 

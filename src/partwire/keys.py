@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from partwire.private import write_private
 
 AUTH_FILE = "auth.json"
 
@@ -84,9 +85,4 @@ def _load(data_dir: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, current: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = path.with_suffix(".tmp")
-    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(json.dumps(current, indent=2) + "\n")
-    os.replace(fresh, path)
+    write_private(path, json.dumps(current, indent=2) + "\n")

@@ -24,6 +24,7 @@ from partwire.config import Settings
 from partwire.editor import EditorFiles
 from partwire.errors import BadRequestError, TooManyRequestsError
 from partwire.permission import Permissions
+from partwire.private import private_dir
 from partwire.providers.registry import Closer, load_builtin_providers
 from partwire.question import Questions
 from partwire.quotas import Quotas
@@ -82,11 +83,11 @@ class Project:
 
 def _server_id(data_dir: Path) -> str:
     """This data dir's server, whichever process serves it (made once, kept in the dir)."""
+    private_dir(data_dir)  # made, or kept, owner-only
     path = data_dir / "server-id"
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        data_dir.mkdir(parents=True, exist_ok=True)
         made = uuid.uuid4().hex
         path.write_text(made + "\n")
         return made

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx2
 
-from partwire.config import key_source
+from partwire.config import key_source, shown_url
 from partwire.providers.stream import StreamError
 
 UNREACHABLE_RETRY_S = 1.0  # connection refused is retried briefly, then named
@@ -64,7 +64,7 @@ def connect_failure(exc: BaseException) -> str | None:
 
 
 def unreachable_message(provider: str, base_url: str | None, reason: str) -> str:
-    where = f" at {base_url}" if base_url else ""
+    where = f" at {shown_url(base_url)}" if base_url else ""
     fix = "its baseURL in partwire.json" if base_url else "your network"
     return f"cannot reach provider {provider}{where} ({reason}): check {fix}"
 

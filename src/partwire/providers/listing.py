@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from partwire.config import Api, ModelConfig, ProviderConfig, Settings
+from partwire.config import Api, ModelConfig, ProviderConfig, Settings, shown_url
 from partwire.providers.catalog import DEFAULT_CONTEXT
 from partwire.schema.provider import (
     CacheCost,
@@ -78,7 +78,9 @@ def _model(config: ProviderConfig, model: ModelConfig) -> ModelInfo:
     return ModelInfo(
         id=model.id,
         provider_id=config.id,
-        api=ModelApi(id=model.id, url=config.base_url or _URL[config.api], npm=_NPM[config.api]),
+        api=ModelApi(
+            id=model.id, url=shown_url(config.base_url or _URL[config.api]), npm=_NPM[config.api]
+        ),
         name=model.name or model.id,
         cost=ModelCost(
             input=cost.get("input", 0),
@@ -93,7 +95,7 @@ def _model(config: ProviderConfig, model: ModelConfig) -> ModelInfo:
 
 def provider_info(config: ProviderConfig) -> ProviderInfo:
     models = {**_catalog(config.id), **config.models}
-    options: dict[str, Any] = {"baseURL": config.base_url} if config.base_url else {}
+    options: dict[str, Any] = {"baseURL": shown_url(config.base_url)} if config.base_url else {}
     return ProviderInfo(
         id=config.id,
         name=display_name(config.id),

@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import IdConflictError, NotFoundError, StorageError
+from partwire.private import private_database
 from partwire.schema.event import (
     Draft,
     Empty,
@@ -125,7 +126,7 @@ class SqliteStore:
 
     def _prepare(self) -> tuple[int, int]:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_database(self.path)
             conn = _connect(self.path)
         except (OSError, sqlite3.DatabaseError) as exc:
             raise explain(self.path, exc) from None

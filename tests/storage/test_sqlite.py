@@ -188,6 +188,7 @@ async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> No
         (3, "sequence"),
         (4, "event ids from sequence"),
         (5, "sessions shared by servers"),
+        (6, "server commands"),
     ]
     if not isinstance(store, PostgresStore):
         with sqlite3.connect(store.path) as conn:

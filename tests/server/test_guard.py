@@ -9,7 +9,17 @@ import pytest
 from partwire.server.runner import serve_in_background
 
 
-@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:4096", "127.0.0.1.nip.io"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example",
+        "attacker.example:4096",
+        "127.0.0.1.nip.io",
+        "[::1]evil.com",
+        "[::1]:80evil.com",
+        "127.0.0.1:evil.com",
+    ],
+)
 async def test_a_foreign_host_is_refused(http: httpx.AsyncClient, host: str) -> None:
     for method, path in (("GET", "/session"), ("POST", "/session"), ("GET", "/file?path=.")):
         response = await http.request(method, path, headers={"Host": host}, json={})
@@ -60,3 +70,17 @@ async def test_configured_hosts_and_cors_origins_are_accepted(settings: object) 
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
         other = await http.post("/session", json={}, headers={"Origin": "https://other.example"})
         assert other.status_code == 403
+
+
+async def test_reads_with_side_effects_check_the_origin_too(
+    server: str, http: httpx.AsyncClient
+) -> None:
+    """Socket.IO's polling handshake and the TUI control queue are GETs a foreign page
+    must not make (it could read the handshake, or take a queued request)."""
+    foreign = {"Origin": "http://attacker.example"}
+    for path in ("/socket.io/?EIO=4&transport=polling", "/tui/control/next"):
+        refused = await http.get(path, headers=foreign)
+        assert refused.status_code == 403, (path, refused.text)
+    handshake = await http.get("/socket.io/?EIO=4&transport=polling", headers={"Origin": server})
+    assert handshake.status_code == 200 and '"sid"' in handshake.text
+    assert handshake.headers.get("access-control-allow-origin") in (None, server)

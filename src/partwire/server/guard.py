@@ -5,8 +5,9 @@ defence for a server that may have no password.
   127.0.0.0/8 address) and the names the server was told it is reached by are
   accepted. A page that rebinds its own name to 127.0.0.1 still sends its name.
 - **Origin.** A request that can change something (anything but GET, HEAD and
-  OPTIONS) and carries an ``Origin`` must come from the server's own origin or one
-  listed in ``server.cors``. Clients that are not browsers send no Origin.
+  OPTIONS, and every request to Socket.IO and the TUI control queue) and carries an
+  ``Origin`` must come from the server's own origin or one listed in ``server.cors``.
+  Clients that are not browsers send no Origin.
 
 A pure ASGI middleware, so streams and WebSockets are covered without buffering.
 """
@@ -24,10 +25,33 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _host_name(host: str) -> str:
-    """``127.0.0.1:4096`` → ``127.0.0.1``; ``[::1]:4096`` → ``::1``."""
+    """``127.0.0.1:4096`` → ``127.0.0.1``; ``[::1]:4096`` → ``::1``; anything after the
+    name but a port (``[::1]evil.com``, ``127.0.0.1:x``) → "" (refused)."""
     if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name, bracket, rest = host[1:].partition("]")
+        return name if bracket and _is_port_suffix(rest) else ""
+    if host.count(":") == 1:
+        name, _, port = host.partition(":")
+        return name if port.isdigit() else ""
+    return host
+
+
+def _is_port_suffix(rest: str) -> bool:
+    return rest == "" or (rest.startswith(":") and rest[1:].isdigit())
+
+
+# GETs that a foreign page must not make either: Socket.IO's polling transport (a page
+# could read the handshake) and the TUI control queue (reading takes the request).
+ORIGIN_CHECKED_PATHS = ("/socket.io", "/tui/control/")
+
+
+def origin_allowed(origin: str, host: str, configured: frozenset[str]) -> bool:
+    """The server's own origin (the one its Host names), or one listed in server.cors."""
+    origin = origin.rstrip("/").lower()
+    if origin in configured:
+        return True
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
 
 
 def _body(name: str, message: str) -> bytes:
@@ -47,11 +71,7 @@ class RequestGuard:
         return bool(name) and (is_loopback(name) or name in self.hosts)
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
-        origin = origin.rstrip("/").lower()
-        if origin in self.origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
+        return origin_allowed(origin, host, self.origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -68,7 +88,11 @@ class RequestGuard:
             return
         origin = headers.get("origin")
         method = scope.get("method", "GET")
-        changes = scope["type"] == "websocket" or method not in SAFE_METHODS
+        changes = (
+            scope["type"] == "websocket"
+            or method not in SAFE_METHODS
+            or scope.get("path", "").startswith(ORIGIN_CHECKED_PATHS)
+        )
         if changes and origin is not None and not self._origin_allowed(origin, host):
             message = (
                 f"Origin {origin} may not make this request; add it to server.cors in "

@@ -31,6 +31,7 @@ from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError
 from partwire.runtime import Runtime
 from partwire.schema.event import Event, parse_logged
+from partwire.server.guard import origin_allowed
 from partwire.storage.base import EventLogGap
 
 log = logging.getLogger(__name__)
@@ -202,8 +203,16 @@ class ClientHub:
     def _socketio_app(self) -> ASGIApp:
         import socketio
 
-        # same-origin only (the guard middleware checks Origin for every write too)
-        self.sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=[])
+        configured = frozenset(o.rstrip("/").lower() for o in self.runtime.settings.cors_origins)
+
+        def allowed(origin: str | None, environ: dict[str, Any]) -> bool:
+            # the guard refuses a foreign Origin on /socket.io already (polling GETs too);
+            # this keeps engineio's own answer (its CORS headers) to the same rule
+            return origin is None or origin_allowed(
+                origin, environ.get("HTTP_HOST", ""), configured
+            )
+
+        self.sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=allowed)
         self.sio.on("connect", self._connect)
         self.sio.on("disconnect", self._disconnect)
         self.sio.on("subscribe", self._subscribe_sio)

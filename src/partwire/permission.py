@@ -85,6 +85,13 @@ def wildcard(pattern: str, text: str) -> bool:
     return _compile(pattern).fullmatch(text) is not None
 
 
+def unchecked_rules(rules: Sequence[PermissionRule]) -> list[PermissionRule]:
+    """The rules that apply to a subject that could not be checked (an opaque shell
+    line): deny and ask rules, and allow rules for every subject (``*``) only, since
+    what a narrower allow covers cannot be told."""
+    return [rule for rule in rules if rule.action != "allow" or rule.pattern == "*"]
+
+
 def evaluate(permission: str, subject: str, rules: Sequence[PermissionRule]) -> Action:
     for rule in reversed(rules):
         if wildcard(rule.permission, permission) and wildcard(rule.pattern, subject):
@@ -168,13 +175,16 @@ class Permissions:
         """Return when every pattern is allowed; raise when one is denied or rejected.
 
         ``must_ask`` (fail closed: the subject could not be checked) asks even when
-        every rule allows, and an "always" reply then adds no rule."""
+        narrower rules allow it; only a rule that allows every subject (pattern ``*``)
+        covers it, and an "always" reply then adds no rule."""
         rules = await self._rules(session_id, agent_rules)
+        if must_ask:
+            rules = unchecked_rules(rules)
         actions = [evaluate(permission, pattern, rules) for pattern in patterns]
         for pattern, action in zip(patterns, actions, strict=True):
             if action == "deny":
                 raise PermissionDeniedError(permission, pattern)
-        if all(action == "allow" for action in actions) and not must_ask:
+        if all(action == "allow" for action in actions):
             return
         if must_ask:
             always = []

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from partwire.permission import evaluate
+from partwire.permission import evaluate, unchecked_rules
 from partwire.schema.session import PermissionRule
 from partwire.tools.shell_permission import ask_for_line
 
@@ -110,8 +110,10 @@ def _asker(rules: Sequence[PermissionRule]) -> Any:
         metadata: dict[str, Any] | None = None,
         must_ask: bool = False,
     ) -> None:
-        actions = {evaluate(permission, p, rules) for p in patterns}
-        if must_ask or actions != {"allow"}:
+        # as Permissions.ask reads them: an opaque line is covered only by a rule for "*"
+        applied = unchecked_rules(rules) if must_ask else rules
+        actions = {evaluate(permission, p, applied) for p in patterns}
+        if actions != {"allow"}:
             raise Asked(f"{permission} {list(patterns)}")
 
     return ask
@@ -220,3 +222,17 @@ async def test_a_redirect_out_of_the_project_asks_external_directory(tmp_path: P
         ("external_directory", [f"{outside}/*"]),
         ("edit", ["out.txt"]),
     ]
+
+
+async def test_an_opaque_line_is_covered_only_by_a_rule_for_everything(tmp_path: Path) -> None:
+    """The build agent allows every command (``*``): an opaque line runs as any other.
+    A narrower allow never covers one."""
+    project = _scratch(tmp_path)
+    line = "X=1 echo hi"
+    everything = [PermissionRule(permission="*", pattern="*", action="allow")]
+    narrow = [*RULES, PermissionRule(permission="bash", pattern="X=1 *", action="allow")]
+    await ask_for_line(_asker(everything), line, cwd=project, project_dir=project)
+    with pytest.raises(Asked):
+        await ask_for_line(_asker(narrow), line, cwd=project, project_dir=project)
+    denied = [*everything, PermissionRule(permission="bash", pattern="rm *", action="deny")]
+    assert evaluate("bash", "rm -rf x", unchecked_rules(denied)) == "deny"

@@ -16,7 +16,7 @@ import re
 from collections.abc import Awaitable, Callable, Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from partwire import ids
 from partwire.errors import BadRequestError, NotFoundError, PermissionDeniedError, RejectedError
@@ -36,6 +36,9 @@ from partwire.schema.permission import (
 )
 from partwire.schema.session import PermissionRule
 from partwire.storage.base import Store
+
+if TYPE_CHECKING:
+    from partwire.tools.base import Asker
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -210,6 +213,32 @@ class Permissions:
             self._pending.pop(request.id, None)
         if reply == "reject":
             raise RejectedError("The user rejected permission to use this tool.", message)
+
+    def asker(
+        self, session_id: str, agent_rules: Sequence[PermissionRule], tool: ToolRef | None = None
+    ) -> Asker:
+        """``ask`` bound to a session and its agent's rules, as tools call it."""
+
+        async def ask(
+            permission: str,
+            patterns: Sequence[str],
+            *,
+            always: Sequence[str] | None = None,
+            metadata: dict[str, Any] | None = None,
+            must_ask: bool = False,
+        ) -> None:
+            await self.ask(
+                session_id=session_id,
+                permission=permission,
+                patterns=patterns,
+                agent_rules=agent_rules,
+                always=always,
+                metadata=metadata,
+                tool=tool,
+                must_ask=must_ask,
+            )
+
+        return ask
 
     async def effect(
         self,

@@ -44,16 +44,8 @@ class _CallScope:
         metadata: dict[str, Any] | None = None,
         must_ask: bool = False,
     ) -> None:
-        await self.host.permissions.ask(
-            session_id=self.session_id,
-            permission=permission,
-            patterns=patterns,
-            agent_rules=self.agent.permission,
-            always=always,
-            metadata=metadata,
-            tool=self.tool,
-            must_ask=must_ask,
-        )
+        asker = self.host.permissions.asker(self.session_id, self.agent.permission, self.tool)
+        await asker(permission, patterns, always=always, metadata=metadata, must_ask=must_ask)
 
     async def questions(self, items: list[QuestionInfo]) -> list[list[str]]:
         return await self.host.questions.ask(self.session_id, items, self.tool)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
@@ -134,25 +132,7 @@ async def _with_shell_output(
     session = await project.sessions.get(session_id)
     rules = get_agent(agent or session.agent or "build").permission
     outputs = []
-
-    async def ask(
-        permission: str,
-        patterns: Sequence[str],
-        *,
-        always: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        must_ask: bool = False,
-    ) -> None:
-        await runtime.permissions.ask(
-            session_id=session_id,
-            permission=permission,
-            patterns=patterns,
-            agent_rules=rules,
-            always=always,
-            metadata=metadata,
-            must_ask=must_ask,
-        )
-
+    ask = runtime.permissions.asker(session_id, rules)
     project_dir = project.settings.project_dir
     for line in found:
         try:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from partwire.config import Settings, user_config_dir
 from partwire.editor import EditorFiles
@@ -34,18 +33,6 @@ class _CallScope:
     agent: Agent
     model: ModelRef
     update_metadata: MetadataUpdate
-
-    async def ask(
-        self,
-        permission: str,
-        patterns: Sequence[str],
-        *,
-        always: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        must_ask: bool = False,
-    ) -> None:
-        asker = self.host.permissions.asker(self.session_id, self.agent.permission, self.tool)
-        await asker(permission, patterns, always=always, metadata=metadata, must_ask=must_ask)
 
     async def questions(self, items: list[QuestionInfo]) -> list[list[str]]:
         return await self.host.questions.ask(self.session_id, items, self.tool)
@@ -108,7 +95,7 @@ class ToolHost:
             messages=history,
             output_dir=self.settings.data_dir / "tool-output",
             update_metadata=update_metadata,
-            asker=scope.ask,
+            asker=self.permissions.asker(session_id, agent.permission, tool),
             questions=scope.questions,
             todos=TodoAccess(scope.get_todos, scope.set_todos),
         )

@@ -165,3 +165,25 @@ async def test_a_doom_loop_ask_says_what_it_saw(settings: Settings) -> None:
     assert code == 0, err
     assert "the model made the same list call three times in a row" in err
     assert "allowed once (--yes)" in err
+
+
+async def test_ctrl_c_while_streaming_prints_the_answer_once_and_counts_it(
+    settings: Settings,
+) -> None:
+    """Ctrl-C while the answer streams: the partial answer stays on screen once, and the
+    stopped step's tokens are counted as an estimate, and said to be one."""
+    terminal = Terminal(settings, "run", "long", "2000", delay_ms="5")
+    process = await terminal.start()
+    await terminal.expect("w40 ")
+    process.send_signal(signal.SIGINT)
+    assert await _finish(terminal, process) == 130
+    lines = _final_screen(terminal.raw)
+    starts = [line for line in lines if line.startswith("w0 w1 w2")]
+    assert len(starts) == 1, lines
+    summary = next(line for line in lines if "tokens in" in line)
+    assert "out ~" in summary and "(estimated" in summary, summary
+    code, out, err = await _run(settings, "export", _session_id(terminal.screen))
+    assert code == 0, err
+    answer = json.loads(out)["messages"][-1]["info"]
+    assert answer["error"]["name"] == "MessageAbortedError"
+    assert answer["tokens"]["output"] > 0 and answer["tokens"]["input"] > 0

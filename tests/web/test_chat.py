@@ -107,6 +107,11 @@ async def test_stop_aborts_a_busy_session(page: Page) -> None:
     await page.wait_for_timeout(300)
     assert await assistant_text(page).inner_text() == stopped
     assert "w1999" not in stopped
+    # the stopped step's tokens are counted, marked as an estimate
+    tokens = page.locator(".activity-tokens")
+    await expect(tokens).to_have_attribute("data-estimated", "true", timeout=10_000)
+    await expect(tokens).to_contain_text("~")
+    assert "~0 out" not in await tokens.inner_text()
 
 
 @pytest.mark.parametrize("delay_ms", [10])

@@ -10,7 +10,9 @@ import {
   type SessionEvent,
   type SessionState,
 } from "../../clients/js/src/index";
+import { useStore } from "./hooks";
 import { relativePath } from "./paths";
+import { store } from "./store";
 
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
 
@@ -57,22 +59,43 @@ export function useSessionActivity(sessionID: string): SessionState {
   return state;
 }
 
-function totals(metadata: Record<string, any> | null): string | null {
+function totals(metadata: Record<string, any> | null, estimated: boolean): string | null {
   if (!metadata) return null;
   const tokens = metadata.tokens ?? {};
   const cost = typeof metadata.cost === "number" && metadata.cost > 0 ? ` · $${metadata.cost.toFixed(4)}` : "";
-  return `${tokens.input ?? 0} in · ${tokens.output ?? 0} out${cost}`;
+  const about = estimated ? "~" : "";
+  return `${about}${tokens.input ?? 0} in · ${about}${tokens.output ?? 0} out${cost}`;
+}
+
+/** A stopped step's usage is never reported by the model: the server estimates it. */
+function hasStoppedStep(sessionID: string): boolean {
+  const messages = store.messages.get(sessionID) ?? [];
+  return messages.some((m: any) => m.role === "assistant" && m.error?.name === "MessageAbortedError");
 }
 
 export function ActivityBar({ sessionID }: { sessionID: string }) {
   const state = useSessionActivity(sessionID);
+  useStore(`session:${sessionID}`);
   const files = Object.entries(state.files);
   const agents = Object.values(state.subagents);
-  const used = totals(state.metadata);
+  const estimated = hasStoppedStep(sessionID);
+  const used = totals(state.metadata, estimated);
   if (!used && files.length === 0 && agents.length === 0) return null;
   return (
     <div class="activity" data-testid="activity">
-      {used && <span class="activity-tokens" title="tokens and cost of this session so far">{used}</span>}
+      {used && (
+        <span
+          class="activity-tokens"
+          data-estimated={estimated ? "true" : undefined}
+          title={
+            estimated
+              ? "tokens and cost of this session so far; ~ marks an estimate: a stopped step's usage is counted at about 4 characters a token"
+              : "tokens and cost of this session so far"
+          }
+        >
+          {used}
+        </span>
+      )}
       {agents.length > 0 && (
         <span class="activity-agents">
           {agents.length} sub-agent{agents.length === 1 ? "" : "s"}

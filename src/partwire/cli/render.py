@@ -146,6 +146,7 @@ class Renderer:
         self.cost = 0.0
         self.model = ""  # provider/model of the last answer
         self.errors: list[str] = []
+        self.estimated = False  # some token counts are estimates (a stopped step)
         self._open_line: Console | None = None
         self._running: _RunningTool | None = None
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -171,7 +172,11 @@ class Renderer:
             self.slot.show("wait", self.err, _Waiting(label), transient=True)
 
     def pause(self) -> None:
-        """Clear the live region before something else writes (an ask)."""
+        """End the live region before something else writes (an ask, Ctrl-C's notice).
+        Text it was drawing stays on screen as drawn, so it counts as shown: what follows
+        of that text is drawn after it, never the whole of it again."""
+        if isinstance(self.slot.key, tuple) and self.slot.key[0] == "text":
+            self.texts[self.slot.key[1]] = ""
         self.slot.stop()
         self._end_line()
 
@@ -194,6 +199,8 @@ class Renderer:
         if info.error is not None and info.session_id == self.session_id:
             message = getattr(info.error.data, "message", info.error.name)
             self.errors.append(f"{info.error.name}: {message}")
+            # a stopped step's usage was never reported: the server estimates it
+            self.estimated |= info.error.name == "MessageAbortedError"
 
     def _part(self, props: PartUpdatedProps) -> None:
         part = props.part
@@ -307,10 +314,12 @@ class Renderer:
         elapsed = time.monotonic() - self.started
         status = "aborted · " if interrupted else ""
         model = f"{self.model} · " if self.model else ""
+        about = "~" if self.estimated else ""
+        note = " (estimated: stopped before the model reported them)" if self.estimated else ""
         self.err.print(
             Text(
-                f"{status}{model}tokens in {t.input} · out {t.output} · reasoning {t.reasoning}"
-                f" · ${self.cost:.4f} · {elapsed:.1f}s",
+                f"{status}{model}tokens in {about}{t.input} · out {about}{t.output}{note} · "
+                f"reasoning {t.reasoning} · ${self.cost:.4f} · {elapsed:.1f}s",
                 style="dim",
             )
         )

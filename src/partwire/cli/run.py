@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 import signal
 import sys
+import termios
 from collections.abc import AsyncIterator
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 
@@ -110,6 +111,26 @@ def _renderer(args: argparse.Namespace, out: Console, err: Console, session_id: 
     return Renderer(out, err, session_id)
 
 
+def _quiet_ctrl_c() -> list[Any] | None:
+    """Stop the terminal echoing ``^C`` into the live region (it would shift it a line,
+    leaving a stray copy of its first line); returns the settings to restore."""
+    if not sys.stdin.isatty():
+        return None
+    try:
+        saved = termios.tcgetattr(sys.stdin.fileno())
+        quiet = [*saved[:3], saved[3] & ~termios.ECHOCTL, *saved[4:]]
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, quiet)
+    except (OSError, ValueError, termios.error):
+        return None
+    return saved
+
+
+def _restore_echo(saved: list[Any] | None) -> None:
+    if saved is not None:
+        with contextlib.suppress(OSError, ValueError, termios.error):
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, saved)
+
+
 class CtrlC:
     """The first Ctrl-C aborts the session (and ends a prompt that waits for an answer at
     once); a second stops waiting for the abort: the run then shuts down in order."""
@@ -126,11 +147,13 @@ class CtrlC:
     def __enter__(self) -> CtrlC:
         with contextlib.suppress(NotImplementedError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._pressed)
+        self._echo = _quiet_ctrl_c()
         return self
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(NotImplementedError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        _restore_echo(self._echo)
 
     def _pressed(self) -> None:
         if self.pressed:

@@ -83,8 +83,13 @@ def pending_compaction(history: list[MessageWithParts]) -> MessageWithParts | No
     return None
 
 
+def estimate_tokens(chars: int) -> int:
+    """Tokens in ``chars`` characters of text, estimated (about four a token)."""
+    return chars // 4
+
+
 def _estimate(text: str) -> int:
-    return len(text) // 4
+    return estimate_tokens(len(text))
 
 
 async def prune(store: Store, history: list[MessageWithParts]) -> int:

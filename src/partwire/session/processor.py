@@ -56,6 +56,7 @@ from partwire.schema.part import (
     TextPart,
 )
 from partwire.schema.session import SessionStatus, StatusBusy, StatusRetry
+from partwire.session.compaction import estimate_tokens
 from partwire.session.snapshot import Snapshots
 from partwire.session.toolcalls import ContextFactory, ToolCalls, ToolLookup
 from partwire.storage.base import Store
@@ -122,6 +123,10 @@ class Processor:
         self.model = model
         self.streaming: dict[str, _Streaming] = {}
         self.abort = asyncio.Event()
+        # what an aborted step is counted as when the model never reported its usage
+        self._request_chars = 0
+        self._unreported_chars = 0
+        self._reported = False
         self.calls = ToolCalls(
             base=self._base,
             save=self._save,
@@ -151,6 +156,7 @@ class Processor:
     async def run(self, request: ModelRequest) -> AssistantMessage:
         """Consume the stream, retrying retryable failures; on cancellation, end as aborted."""
         self.store.clear_failure()
+        self._request_chars = request_chars(request)
         try:
             await self._attempts(request)
         except asyncio.CancelledError:
@@ -229,8 +235,19 @@ class Processor:
 
     async def finish_aborted(self) -> AssistantMessage:
         await self._close_open("aborted")
-        self.message = self.message.model_copy(update={"error": aborted_error()})
+        estimate = self._estimated_usage()
+        self.message = self.message.model_copy(
+            update={"error": aborted_error(), "tokens": self.message.tokens.plus(estimate)}
+        )
         return await self._complete()
+
+    def _estimated_usage(self) -> Tokens:
+        """The tokens of a step stopped before the model reported its usage, estimated at
+        four characters a token (clients show them as estimates on an aborted message):
+        the request, unless a finished step counted it, and what streamed since."""
+        input_tokens = 0 if self._reported else estimate_tokens(self._request_chars)
+        output = estimate_tokens(self._unreported_chars)
+        return Tokens(total=input_tokens + output, input=input_tokens, output=output)
 
     async def _finish_unstored(self, exc: StorageError) -> AssistantMessage:
         """The store refused a write (disk full, I/O error): stop the model call and end
@@ -289,6 +306,7 @@ class Processor:
         current = self._streaming_for(event)
         current.chunks.append(event.delta)
         current.pending_chars += len(event.delta)
+        self._unreported_chars += len(event.delta)
         part = current.part
         await self.store.append_delta(
             PartDeltaProps(
@@ -344,6 +362,7 @@ class Processor:
             cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
         )
         step_cost = self.model.cost(usage)
+        self._reported, self._unreported_chars = True, 0
         await self._save(
             StepFinishPart(
                 **self._base(),
@@ -406,6 +425,14 @@ class Processor:
 
 def message_event(message: AssistantMessage) -> Draft:
     return MessageUpdated(MessageInfoProps(session_id=message.session_id, info=message))
+
+
+def request_chars(request: ModelRequest) -> int:
+    """About how much text a request sends (its system prompt and turns)."""
+    size = len(request.system)
+    for turn in request.messages:
+        size += len(getattr(turn, "text", "") or getattr(turn, "output", "") or "")
+    return size
 
 
 def retry_delay(attempt: int, retry_after_s: float | None) -> float:

@@ -86,6 +86,8 @@ class Settings:
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     event_log_retain: int = DEFAULT_EVENT_LOG_RETAIN
     ingest_max_bytes: int = DEFAULT_INGEST_MAX_BYTES
+    # how often a running server checks its config files for changes (0: never)
+    config_watch_s: float = 1.0
     default_model: str = "demo/demo"
     providers: dict[str, ProviderConfig] = field(default_factory=dict)
     config_files: tuple[Path, ...] = ()
@@ -506,6 +508,7 @@ def load_settings(
         event_log_retain=int(
             _float_env(source, "PARTWIRE_EVENT_LOG_RETAIN", DEFAULT_EVENT_LOG_RETAIN)
         ),
+        config_watch_s=_float_env(source, "PARTWIRE_CONFIG_WATCH_S", 1.0),
         ingest_max_bytes=int(
             _float_env(source, "PARTWIRE_INGEST_MAX_BYTES", DEFAULT_INGEST_MAX_BYTES)
         ),

@@ -287,6 +287,7 @@ class Runtime:
             raise
         self.started = True
         self._share_sessions()
+        self.watch_config()
         # Everything loaded so far lives as long as the process: keep it out of the
         # cyclic collector's scans, whose full passes otherwise show up as latency spikes.
         gc.freeze()
@@ -382,15 +383,29 @@ class Runtime:
         if self._warming is not None:
             await asyncio.shield(self._warming)
 
-    async def reconfigure(self) -> None:
-        """Re-read the configuration and re-register providers (after PATCH /config)."""
-        settings = self.settings.reload()
+    async def reconfigure(self) -> Settings:
+        """Re-read the configuration and re-register providers (after PATCH /config, a
+        config file's change, or a dispose); returns the new settings."""
+        settings = await asyncio.to_thread(self.settings.reload)
         for close in self.closers:
             await close()
         self.closers = load_builtin_providers(settings)
         self.settings = settings
         for project in self.projects.values():
             project.use(settings)
+        return settings
+
+    def watch_config(self) -> None:
+        """Reload whenever a config file changes (``config_watch``)."""
+        from partwire import config_watch
+
+        if self.settings.config_watch_s <= 0:
+            return
+        every = self.settings.config_watch_s
+        watcher = config_watch.watch(lambda: self.settings, self.reconfigure, every)
+        task = asyncio.get_running_loop().create_task(watcher, name="config watch")
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
 
     def announce_shutdown(self) -> None:
         """Tell every subscriber the instance is going away, then end their streams."""
@@ -407,6 +422,7 @@ class Runtime:
         ``server.instance.disposed`` (their streams stay open)."""
         project = self.project(directory)
         path = project.settings.project_dir
+        await self.reconfigure()  # made anew: with the configuration as the files say now
         await project.loop.shutdown()
         await project.terminals.close_all()
         self.projects[path] = self._make_project(path)

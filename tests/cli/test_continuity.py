@@ -101,6 +101,9 @@ async def test_the_banner_shows_the_bound_port(settings: Settings) -> None:
         line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
         port = int(line.rsplit(":", 1)[1])
         assert port != 0
+        assert (await process.stderr.readline()).decode().startswith("data: ")
+        default = (await asyncio.wait_for(process.stderr.readline(), 5)).decode()
+        assert default.strip() == "default model: demo/demo"
         _, writer = await asyncio.open_connection("127.0.0.1", port)  # it listens there
         writer.close()
     finally:

@@ -78,6 +78,11 @@ async def test_at_mentions_a_project_file_and_an_agent(page: Page) -> None:
 async def test_models_come_from_the_configured_providers(page: Page) -> None:
     picker = page.get_by_label("Model")
     await expect(picker.locator("option")).to_have_count(2)
+    # the default is named: which model answers when none is chosen
+    await expect(picker.locator("option").first).to_have_text("default model (demo/demo)")
+    await expect(page.get_by_label("Agent").locator("option").first).to_have_text(
+        "default agent (build)"
+    )
     await picker.select_option("demo/demo")
     await send(page, "hello")
     await expect(page.locator(".message-meta").first).to_contain_text("demo/demo")

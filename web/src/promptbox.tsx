@@ -63,12 +63,17 @@ interface PickerProps {
   value: string;
   onChange: (value: string) => void;
   options: { key: string; label: string }[];
+  /** what the default is, shown with it ("default model (demo/demo)") */
+  fallback?: string;
 }
 
-function Picker({ label, value, onChange, options }: PickerProps) {
+function Picker({ label, value, onChange, options, fallback }: PickerProps) {
   return (
     <select aria-label={label} value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
-      <option value="">default {label.toLowerCase()}</option>
+      <option value="">
+        default {label.toLowerCase()}
+        {fallback ? ` (${fallback})` : ""}
+      </option>
       {options.map((o) => (
         <option key={o.key} value={o.key}>
           {o.label}
@@ -234,6 +239,9 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
   // a remembered choice that the server no longer offers falls back to the default
   const chosenModel = models.some((m) => m.key === model) ? model : "";
   const chosenAgent = primaryAgents.some((a) => a.name === agent) ? agent : "";
+  // the agent a prompt goes to, and the model it answers with when none is chosen
+  const answering = agents.find((a) => a.name === (chosenAgent || "build")) ?? primaryAgents[0];
+  const defaultModel = answering?.model ? `${answering.model.providerID}/${answering.model.modelID}` : undefined;
 
   const send = async () => {
     const prompt = text.trim();
@@ -281,8 +289,14 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
         onBlur={() => setTimeout(mentions.close, 150)}
       />
       <div class="prompt-bar">
-        <Picker label="Agent" value={chosenAgent} onChange={setAgent} options={primaryAgents.map((a) => ({ key: a.name, label: a.name }))} />
-        <Picker label="Model" value={chosenModel} onChange={setModel} options={models} />
+        <Picker
+          label="Agent"
+          value={chosenAgent}
+          onChange={setAgent}
+          options={primaryAgents.map((a) => ({ key: a.name, label: a.name }))}
+          fallback="build"
+        />
+        <Picker label="Model" value={chosenModel} onChange={setModel} options={models} fallback={defaultModel} />
         <span class="prompt-actions">
           {busy && (
             <button type="button" class="btn btn-danger" onClick={onStop} title="Stop the session (Esc)">

@@ -182,6 +182,8 @@ export interface Agent {
   description?: string;
   mode: "subagent" | "primary" | "all";
   hidden?: boolean;
+  /** the model it answers with when a prompt names none */
+  model?: ModelRef;
 }
 
 export interface ModelRef {

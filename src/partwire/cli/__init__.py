@@ -221,6 +221,7 @@ def _serve(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     def banner(port: int) -> None:  # once the port is bound: the real one, also for --port 0
         err.print(f"partwire {__version__} on http://{args.hostname}:{port}")
         err.print(f"data: {_database(settings)}  project: {settings.project_dir}")
+        err.print(f"default model: {settings.default_model}", highlight=False)
         for key in settings.ignored_keys:
             err.print(
                 f"[yellow]ignored:[/yellow] {key} in the project's partwire.json (only your "

@@ -72,6 +72,11 @@ class Todo(WireModel):
     priority: Literal["high", "medium", "low"]
 
 
+class AgentModel(WireModel):
+    model_id: str = Field(alias="modelID")
+    provider_id: str = Field(alias="providerID")
+
+
 class Agent(WireModel):
     name: str
     description: str | None = None
@@ -79,6 +84,7 @@ class Agent(WireModel):
     native: bool | None = None
     hidden: bool | None = None
     permission: list[PermissionRule]
+    model: AgentModel | None = None  # the model it answers with when a prompt names none
     prompt: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     steps: int | None = None

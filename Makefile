@@ -108,6 +108,7 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/capacity.py
 	$(BIN)/python bench/floor.py
 	$(BIN)/python bench/start.py
+	$(BIN)/python bench/mentions.py
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 	$(BIN)/python bench/replay.py --events 90000
 	$(BIN)/python bench/ingest.py --deltas 10000

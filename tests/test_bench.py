@@ -202,3 +202,12 @@ async def test_replay_bench_prints_its_four_rows() -> None:
     rows = [line for line in out.splitlines() if line.startswith("|") and line[2].isspace()]
     assert len(rows) == 4
     assert all(row.split("|")[-2].strip() in ("ok", "OVER") for row in rows)
+
+
+async def test_mentions_bench_prints_its_table() -> None:
+    out = await run_bench("mentions.py", "--ignored", "200", "--tracked", "20", "--repeat", "1")
+    lines = out.splitlines()
+    assert lines[1].split() == ["lookup", "median", "ms", "max", "ms"]
+    rows = lines[2:]
+    assert [row[:28].strip() for row in rows] == ["first (lists the tree)", "next keystrokes"]
+    assert all(float(row.split()[-1]) > 0 for row in rows)

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from partwire.errors import BadRequestError, NamedError, NotFoundError
-from partwire.tools.paths import IGNORED_DIRS, is_ignored
+from partwire.file_index import project_dirs, project_files
+from partwire.tools.paths import IGNORED_DIRS
 from partwire.tools.textsearch import (
     Deadline,
     PatternError,
     compile_pattern,
-    contained,
     finditer,
     text_files,
 )
@@ -131,14 +131,6 @@ def status(project: Path) -> list[dict[str, Any]]:
     return changed
 
 
-def _entries(project: Path) -> list[Path]:
-    """Files and folders of the project whose real path stays inside it."""
-    root = project.resolve()
-    return [
-        p for p in root.rglob("*") if not is_ignored(p.relative_to(root)) and contained(root, p)
-    ]
-
-
 def fuzzy_window(query: str, name: str) -> int | None:
     """The length of a short window of ``name`` holding ``query``'s characters in order,
     or None. Linear in the name's length: no regex, so no pattern can be slow."""
@@ -155,14 +147,14 @@ def fuzzy_window(query: str, name: str) -> int | None:
 
 
 def find_files(project: Path, query: str, *, dirs: bool, limit: int) -> list[str]:
-    """Paths whose name contains the query's characters in order (fuzzy), best first."""
-    root = project.resolve()
+    """Paths whose name contains the query's characters in order (fuzzy), best first:
+    the project's files (``file_index``: what .gitignore leaves), and with ``dirs``
+    their folders."""
+    files = project_files(project)
+    names = [*project_dirs(files), *files] if dirs else files
     wanted = query.lower()
     scored = []
-    for path in _entries(project):
-        if path.is_dir() and not dirs:
-            continue
-        name = path.relative_to(root).as_posix()
+    for name in names:
         window = fuzzy_window(wanted, name.lower())
         if window is not None:
             scored.append((window, len(name), name))

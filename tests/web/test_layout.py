@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -226,4 +227,39 @@ async def test_a_mention_sent_before_the_project_root_is_known_waits_for_it(
         assert file_part["url"] == f"file://{web_project.resolve()}/src/app.py"
         assert await page.locator(".toast").all_inner_texts() == []
     finally:
+        await context.close()
+
+
+async def test_mention_searches_are_few_and_never_hold_a_prompt_back(
+    browser: Browser, base_url: str
+) -> None:
+    """Typing a mention sends one search for a pause in typing, not one a keystroke; a
+    search that is slow to answer neither delays Enter nor reopens the list after it."""
+    context = await browser.new_context(base_url=base_url, bypass_csp=True)
+    page = await context.new_page()
+    searches: list[str] = []
+    release = asyncio.Event()
+
+    async def slow_search(route: Route) -> None:
+        searches.append(route.request.url)
+        await release.wait()
+        with contextlib.suppress(Exception):  # the page may have cancelled it
+            await route.continue_()
+
+    await page.route("**/find/file**", slow_search)
+    try:
+        await page.goto("/")
+        box = page.get_by_label("Prompt")
+        await box.press_sequentially("look at @READ", delay=20)
+        await page.wait_for_timeout(400)
+        assert len(searches) == 1, searches  # one search, for "READ", after the pause
+        assert searches[0].endswith("query=READ&limit=20")
+        await box.press("Enter")  # the search has not answered: Enter sends at once
+        await expect(page.locator(".message-user")).to_contain_text("look at @READ", timeout=2_000)
+        release.set()
+        await page.wait_for_timeout(300)
+        await expect(page.get_by_role("listbox", name="Mentions")).to_have_count(0)
+        await wait_idle(page)
+    finally:
+        release.set()
         await context.close()

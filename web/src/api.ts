@@ -23,10 +23,10 @@ export class ApiError extends Error {
  * server's own; every request names it, as opencode's clients do. */
 export const directory = new URLSearchParams(location.search).get("directory") ?? "";
 
-async function call(method: string, path: string, body?: unknown): Promise<Response> {
+async function call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
   const headers: Record<string, string> = {};
   if (directory) headers["x-opencode-directory"] = encodeURIComponent(directory);
-  const init: RequestInit = { method, headers };
+  const init: RequestInit = { method, headers, signal };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     headers["content-type"] = "application/json";
@@ -45,8 +45,8 @@ async function call(method: string, path: string, body?: unknown): Promise<Respo
   return response;
 }
 
-async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await call(method, path, body);
+async function json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const response = await call(method, path, body, signal);
   return (await response.json()) as T;
 }
 
@@ -108,8 +108,8 @@ export const api = {
   rejectQuestion: (id: string) => json<boolean>("POST", `/question/${id}/reject`),
   providers: () => json<ProviderList>("GET", "/provider"),
   agents: () => json<Agent[]>("GET", "/agent"),
-  findFiles: (query: string) =>
-    json<string[]>("GET", `/find/file?query=${encodeURIComponent(query)}&limit=20`),
+  findFiles: (query: string, signal?: AbortSignal) =>
+    json<string[]>("GET", `/find/file?query=${encodeURIComponent(query)}&limit=20`, undefined, signal),
   path: () => json<{ directory: string; worktree: string }>("GET", "/path"),
   projects: () => json<Project[]>("GET", "/project"),
 };

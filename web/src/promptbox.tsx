@@ -90,28 +90,42 @@ function modelOptions(providers: ProviderList | null): { key: string; label: str
 }
 
 /** `@` completion over project files and agents; picked files become file parts on send. */
+// file searches wait for a pause in typing (one per keystroke would queue up behind
+// each other and the prompt's own requests)
+const SEARCH_DEBOUNCE_MS = 120;
+
 function useMentions(agents: Agent[], text: string, setText: (text: string) => void, box: { current: HTMLTextAreaElement | null }) {
   const [suggestions, setSuggestions] = useState<Suggestion[]>([]);
   const [selected, setSelected] = useState(0);
   const mentioned = useRef(new Set<string>());
   const lookup = useRef(0);
+  const timer = useRef<number | undefined>(undefined);
+  const inFlight = useRef<AbortController | null>(null);
 
   const suggest = (value: string, caret: number) => {
     const ticket = ++lookup.current; // a lookup still in flight must not reopen the list
+    if (timer.current !== undefined) clearTimeout(timer.current);
+    inFlight.current?.abort(); // one search at a time: typing on cancels the last one
     const match = MENTION.exec(value.slice(0, caret));
     if (!match) return setSuggestions([]);
     const query = match[2];
     const fromAgents: Suggestion[] = agents
       .filter((a) => !a.hidden && a.name.startsWith(query.toLowerCase()))
       .map((a) => ({ kind: "agent", value: a.name, detail: a.description }));
-    api.findFiles(query).then(
-      (files) => {
-        if (ticket !== lookup.current) return;
-        setSuggestions([...fromAgents, ...files.slice(0, 12).map((f): Suggestion => ({ kind: "file", value: f }))]);
-        setSelected(0);
-      },
-      () => setSuggestions(fromAgents),
-    );
+    timer.current = window.setTimeout(() => {
+      const controller = new AbortController();
+      inFlight.current = controller;
+      api.findFiles(query, controller.signal).then(
+        (files) => {
+          if (ticket !== lookup.current) return;
+          setSuggestions([...fromAgents, ...files.slice(0, 12).map((f): Suggestion => ({ kind: "file", value: f }))]);
+          setSelected(0);
+        },
+        () => {
+          if (ticket === lookup.current) setSuggestions(fromAgents);
+        },
+      );
+    }, SEARCH_DEBOUNCE_MS);
   };
 
   const pick = (choice: Suggestion) => {
@@ -146,7 +160,13 @@ function useMentions(agents: Agent[], text: string, setText: (text: string) => v
     return true;
   };
 
-  const close = () => setSuggestions([]);
+  /** Close the list, and let no search still under way open it again. */
+  const close = () => {
+    lookup.current += 1;
+    if (timer.current !== undefined) clearTimeout(timer.current);
+    inFlight.current?.abort();
+    setSuggestions([]);
+  };
   return { suggestions, selected, suggest, pick, keyDown, close, mentioned: mentioned.current };
 }
 
@@ -249,6 +269,7 @@ export function PromptBox({ busy, onSend, onStop }: Props) {
     const [providerID, ...rest] = chosenModel.split("/");
     const chosen = chosenModel ? { providerID, modelID: rest.join("/") } : undefined;
     setSending(true);
+    mentions.close();
     try {
       const files = await fileParts(prompt, mentions.mentioned);
       await onSend([{ type: "text", text: prompt }, ...files], chosen, chosenAgent || undefined);

@@ -7,7 +7,7 @@ its own, ``external_directory``, on the directory it lands in.
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,5 +44,5 @@ def relative(project_dir: Path, path: Path) -> str:
         return str(path)
 
 
-def is_ignored(path: Path) -> bool:
+def is_ignored(path: PurePath) -> bool:
     return any(part in IGNORED_DIRS for part in path.parts)

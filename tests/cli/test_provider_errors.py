@@ -28,7 +28,11 @@ async def test_an_unreachable_base_url_is_named_within_seconds(settings: Setting
     assert code == 1
     expected = f"cannot reach provider local at {base} (connection refused): check its baseURL"
     assert expected in err
-    assert "↻ retry 2 in 1.0s" in err and "↻ retry 3" not in err
+    # the retries are a line each, the cause said once, then the one final error
+    assert "↻ retry 1 of 2 in " in err and "↻ retry 2 of 2 in 1.0s" in err
+    assert "↻ retry 3" not in err and "the same error" in err
+    assert err.count(expected) == 2  # the first retry's cause, and the final error
+    assert "(gave up after 3 attempts)" in err and "to try again: partwire run -s ses_" in err
     assert time.monotonic() - started < 20  # two 1 s retries, not a minute of backoff
 
 

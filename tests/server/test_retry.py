@@ -55,6 +55,8 @@ async def test_a_retryable_error_is_retried_visibly_then_succeeds(
     kinds = [p["type"] for p in parts]
     assert kinds == ["step-start", "text", "retry", "step-start", "text", "step-finish"]
     validate("RetryPart", parts[2])
+    plan = parts[2]["error"]["data"].pop("metadata")  # the retries to come, for clients
+    assert plan["maxAttempts"] == "5" and int(plan["retryingForS"]) > 0
     assert parts[2]["error"]["data"] == {
         "message": "Overloaded",
         "statusCode": 529,

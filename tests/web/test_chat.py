@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 import statistics
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from partwire.schema.message import RESTART_INTERRUPTED
 from tests.served import free_port, partwire_serve
 from tests.web.actions import assistant_text, card, record_states, send, wait_idle, words
 from tests.web.conftest import ARTIFACTS
@@ -229,3 +232,57 @@ async def test_an_ask_shows_on_its_own_card_only_when_call_ids_repeat(page: Page
     )
     await expect(cards.nth(1)).to_have_attribute("data-state", "completed", timeout=10_000)
     await wait_idle(page)
+
+
+async def test_retries_are_one_notice_then_one_error_with_a_retry_button(
+    page: Page, web_project: Path
+) -> None:
+    """A provider that refuses connections: one retry notice, updated in place (attempt
+    of how many, countdown), then one final error saying how often it tried, with Retry."""
+    closed = free_port()
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "models": {"m1": {}},
+        "options": {"baseURL": f"http://127.0.0.1:{closed}/v1", "apiKey": "local-key"},
+    }
+    config = {"model": "local/m1", "provider": {"local": provider}}
+    (web_project / "partwire.json").write_text(json.dumps(config))
+    model = page.get_by_label("Model").locator("option").first
+    for _ in range(20):  # the running server picks the edit up within a second
+        await page.wait_for_timeout(300)
+        await page.reload()
+        if "local/m1" in await model.inner_text():
+            break
+    await expect(model).to_have_text("default model (local/m1)")
+    await send(page, "hi")
+    notice = page.locator(".part-retry")
+    await expect(notice).to_contain_text("retry 1 of 2", timeout=10_000)
+    await expect(notice).to_contain_text("cannot reach provider local")
+    await expect(notice).to_contain_text("retry 2 of 2", timeout=10_000)
+    assert await notice.count() == 1  # one notice, updated in place
+    error = page.locator(".message-error").last
+    await expect(error).to_contain_text("(gave up after 3 attempts)", timeout=15_000)
+    await expect(notice).to_have_count(0)
+    assert await page.locator(".message-error").count() == 1
+    await error.get_by_role("button", name="Retry").click()
+    await expect(page.locator(".message-user")).to_have_count(2)
+    await expect(page.locator(".message-user").last).to_contain_text("hi")
+    await expect(page.locator(".part-retry")).to_contain_text("retry 1 of 2", timeout=10_000)
+
+
+async def test_a_run_a_restart_ended_is_labelled_so(page: Page, base_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        sid = (await http.post("/session", json={"title": "restarted"})).json()["id"]
+        prompt = {"parts": [{"type": "text", "text": "hello"}]}
+        await http.post(f"/session/{sid}/message", json=prompt)
+        info = (await http.get(f"/session/{sid}")).json()
+        messages = (await http.get(f"/session/{sid}/message")).json()
+        messages[-1]["info"]["error"] = {
+            "name": "MessageAbortedError",
+            "data": {"message": RESTART_INTERRUPTED},
+        }
+        copy = (
+            await http.post("/session/import", json={"info": info, "messages": messages})
+        ).json()
+    await page.goto(f"/#/session/{copy['id']}")
+    await expect(page.locator(".message-error")).to_have_text("Interrupted by a server restart.")

@@ -119,21 +119,31 @@ function StepFinishView({ part }: { part: StepFinishPart }) {
   );
 }
 
+/** The one notice of a message's retries: the latest attempt, updated in place. */
 function RetryView({ part }: { part: RetryPart }) {
   useStore("status");
   const status = store.status.get(part.sessionID);
   const [now, setNow] = useState(Date.now());
   const next = status?.type === "retry" && status.attempt === part.attempt ? status.next : undefined;
   useEffect(() => {
-    if (next === undefined) return;
     const timer = setInterval(() => setNow(Date.now()), 250);
     return () => clearInterval(timer);
-  }, [next]);
+  }, []);
+  const plan = (part.error.data?.metadata ?? {}) as Record<string, string>;
+  const most = plan.maxAttempts ? ` of ${plan.maxAttempts}` : "";
+  const until = plan.retryingForS ? part.time.created + Number(plan.retryingForS) * 1000 : undefined;
   const left = next !== undefined ? Math.max(0, Math.ceil((next - now) / 1000)) : undefined;
+  const giveUp = until !== undefined ? Math.max(0, Math.ceil((until - now) / 1000)) : undefined;
   return (
-    <div class="part part-retry notice" role="status">
-      ↻ Attempt {part.attempt} failed: {part.error.data?.message ?? part.error.name}
-      {left !== undefined && <span class="countdown"> — retrying in {left} s</span>}
+    <div class="part part-retry notice" role="status" data-attempt={part.attempt}>
+      ↻ {part.error.data?.message ?? part.error.name}
+      <span class="retry-plan">
+        {" "}
+        — retry {part.attempt}
+        {most}
+        {left !== undefined ? ` in ${left} s` : ", under way"}
+        {giveUp !== undefined && giveUp > 0 && ` · gives up within ${giveUp} s`}
+      </span>
     </div>
   );
 }
@@ -195,11 +205,35 @@ function Unknown({ part }: { part: Part }) {
   return <div class="part part-unknown">[{part.type}]</div>;
 }
 
-function errorText(message: Message): string | null {
+const RESTART = "Interrupted by a server restart";
+
+function errorText(message: Message, attempts: number): string | null {
   const error = message.error;
   if (!error) return null;
-  if (error.name === "MessageAbortedError") return "Stopped.";
-  return `${error.name}: ${error.data?.message ?? ""}`;
+  if (error.name === "MessageAbortedError") {
+    return String(error.data?.message ?? "").startsWith(RESTART) ? `${RESTART}.` : "Stopped.";
+  }
+  const tried = attempts > 0 ? ` (gave up after ${attempts + 1} attempts)` : "";
+  return `${error.name}: ${error.data?.message ?? ""}${tried}`;
+}
+
+/** Send the prompt an answer failed on again, with its model and agent. */
+function RetryButton({ message }: { message: Message }) {
+  const retry = () => {
+    const prompt = store.messages.get(message.sessionID)?.find((m) => m.id === message.parentID);
+    if (!prompt) return;
+    const parts = (store.parts.get(prompt.id) ?? [])
+      .filter((p): p is TextPart => p.type === "text" && !p.synthetic)
+      .map((p) => ({ type: "text" as const, text: p.text }));
+    const model = message.providerID && message.modelID ? { providerID: message.providerID, modelID: message.modelID } : undefined;
+    store.notify(`sent:${message.sessionID}`);
+    api.prompt(message.sessionID, parts, model, message.agent).catch((e: Error) => store.reportError(e.message));
+  };
+  return (
+    <button type="button" class="btn retry-btn" onClick={retry}>
+      Retry
+    </button>
+  );
 }
 
 function UserActions({ message }: { message: Message }) {
@@ -225,8 +259,13 @@ function UserActions({ message }: { message: Message }) {
 export function MessageView({ message }: { message: Message }) {
   useStore(`message:${message.id}`);
   const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
-  const parts = store.parts.get(message.id) ?? [];
-  const error = errorText(current);
+  const all = store.parts.get(message.id) ?? [];
+  // retries are one notice, the latest, while the answer is under way; after, its end says
+  const retries = all.filter((p): p is RetryPart => p.type === "retry");
+  const parts = all.filter((p) => p.type !== "retry");
+  const retrying = current.time.completed === undefined ? retries.at(-1) : undefined;
+  const error = errorText(current, retries.length);
+  const failed = current.role === "assistant" && current.error && current.error.name !== "MessageAbortedError";
   // a compaction request is a user message holding only a divider: no bubble, no actions
   const divider = parts.length > 0 && parts.every((p) => p.type === "compaction");
   const bubble = current.role === "user" && !divider;
@@ -248,9 +287,15 @@ export function MessageView({ message }: { message: Message }) {
           const View = PARTS[part.type] ?? Unknown;
           return <View key={part.id} part={part} />;
         })}
+        {retrying && <RetryView part={retrying} />}
       </div>
       {bubble && <UserActions message={current} />}
-      {error && <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>{error}</div>}
+      {error && (
+        <div class={`message-error ${current.error?.name === "MessageAbortedError" ? "aborted" : ""}`}>
+          {error}
+          {failed && <RetryButton message={current} />}
+        </div>
+      )}
     </article>
   );
 }

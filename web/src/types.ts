@@ -31,6 +31,7 @@ export interface Message {
   sessionID: string;
   role: "user" | "assistant";
   time: { created: number; completed?: number };
+  parentID?: string;
   agent?: string;
   modelID?: string;
   providerID?: string;

@@ -28,7 +28,7 @@ from partwire.schema.event import (
     SessionStatusProps,
 )
 from partwire.schema.message import AssistantMessage
-from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.part import Part, ReasoningPart, RetryPart, TextPart, ToolPart
 from partwire.schema.session import StatusRetry
 
 _TOOL_MARKS = {"completed": ("✓", "green"), "error": ("✗", "red")}
@@ -85,6 +85,31 @@ class _Waiting:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         self.spinner.text = Text(f"{self.label} {time.monotonic() - self.since:.1f}s", "dim")
         yield self.spinner
+
+
+class _Retry:
+    """A retry under way: attempt, countdown, cause, and how long retries go on."""
+
+    def __init__(self, status: StatusRetry, plan: dict[str, str]) -> None:
+        self.status = status
+        self.most = f" of {plan['maxAttempts']}" if "maxAttempts" in plan else ""
+        seconds = plan.get("retryingForS")
+        self.until = time.time() + float(seconds) if seconds else None
+
+    def line(self, *, repeat: bool = False) -> Text:
+        now = time.time()
+        wait = max(0.0, self.status.next / 1000 - now)
+        cause = "the same error" if repeat else self.status.message
+        gives_up = ""
+        if self.until is not None:
+            gives_up = f" · gives up within {max(0.0, self.until - now):.0f}s"
+        return Text(
+            f"↻ retry {self.status.attempt}{self.most} in {wait:.1f}s{gives_up}: {cause}",
+            style="yellow",
+        )
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.line()
 
 
 class _RunningTool:
@@ -147,6 +172,9 @@ class Renderer:
         self.model = ""  # provider/model of the last answer
         self.errors: list[str] = []
         self.estimated = False  # some token counts are estimates (a stopped step)
+        self.retry_plan: dict[str, str] = {}  # the last retry part's: attempts, how long
+        self.retries = 0
+        self._last_cause = ""
         self._open_line: Console | None = None
         self._running: _RunningTool | None = None
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -207,6 +235,9 @@ class Renderer:
         if part.message_id not in self.assistant_ids:
             return
         self.parts[part.id] = part
+        if isinstance(part, RetryPart) and part.session_id == self.session_id:
+            self.retry_plan = part.error.data.metadata or {}
+            self.retries += 1
         main = part.session_id == self.session_id
         if isinstance(part, TextPart | ReasoningPart) and part.time and part.time.end and main:
             self._text_ended(part)
@@ -286,16 +317,20 @@ class Renderer:
         self.err.print(line, soft_wrap=True)
 
     def _status(self, props: SessionStatusProps) -> None:
+        """A retry is one line: on a terminal a live one, counting down; piped, a line an
+        attempt, the cause said once."""
         status = props.status
         if not isinstance(status, StatusRetry) or props.session_id != self.session_id:
             return
-        self.slot.stop()
+        retry = _Retry(status, self.retry_plan)
+        if self.live:
+            self._end_line()
+            self.slot.show("wait", self.err, retry, transient=True)
+            return
         self._end_line()
-        wait = max(0.0, (status.next - time.time() * 1000) / 1000)
-        self.err.print(
-            Text(f"↻ retry {status.attempt} in {wait:.1f}s: {status.message}", style="yellow")
-        )
-        self.waiting("retrying…")
+        same = status.message == self._last_cause
+        self._last_cause = status.message
+        self.err.print(retry.line(repeat=same), soft_wrap=True)
 
     def _session_error(self, props: SessionErrorProps) -> None:
         """Shown from the message's own error at the end; nothing to print here."""
@@ -309,7 +344,11 @@ class Renderer:
         self.slot.stop()
         self._end_line()
         for error in self.errors:
-            self.err.print(Text(error, style="red"))
+            tried = f" (gave up after {self.retries + 1} attempts)" if self.retries else ""
+            self.err.print(Text(error + tried, style="red"))
+        if any(not e.startswith("MessageAbortedError") for e in self.errors):
+            hint = f'to try again: partwire run -s {self.session_id} "…the same prompt…"'
+            self.err.print(Text(hint, style="dim"))
         t = self.tokens
         elapsed = time.monotonic() - self.started
         status = "aborted · " if interrupted else ""

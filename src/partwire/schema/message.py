@@ -75,6 +75,14 @@ MessageError = Annotated[
 ]
 
 
+# What a run the server's own stop or restart ended says (not a Stop a user pressed).
+RESTART_INTERRUPTED = "Interrupted by a server restart: the server stopped before this finished."
+TOOL_RESTART_INTERRUPTED = (
+    "Tool execution was interrupted by a server restart; it may or may not have taken "
+    "effect. Check its effects before you run it again."
+)
+
+
 def aborted_error(message: str = "The session was aborted.") -> MessageAbortedError:
     return MessageAbortedError(data=MessageData(message=message))
 

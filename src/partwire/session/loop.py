@@ -91,6 +91,7 @@ class _Run:
     compacted_for_overflow: bool = False
     wakeups: int = 0  # prompts attached to this run; a change after a decision means decide again
     on_abort: Callable[[], Awaitable[None]] | None = None  # an external loop's recording
+    processor: Processor | None = None  # the step's, while one runs
 
 
 def leave_running(future: asyncio.Future[Any]) -> None:
@@ -311,12 +312,16 @@ class SessionLoop:
         del self._runs[session_id]
         return True
 
-    async def abort(self, session_id: str) -> bool:
+    async def abort(self, session_id: str, *, shutdown: bool = False) -> bool:
+        """Stop the session's run; ``shutdown``: the server is stopping (its message and
+        tools then say so, not that a user stopped them)."""
         run = self._runs.get(session_id)
         if run is None:  # another server may run it
             forward = self.ownership.forward
             return forward is not None and await forward({"op": "abort", "session": session_id})
         run.aborted = True
+        if shutdown and run.processor is not None:
+            run.processor.stop_reason = "shutdown"
         if run.on_abort is not None:  # end the external message first, then its asks
             await run.on_abort()
         if run.step is not None:
@@ -349,7 +354,7 @@ class SessionLoop:
     async def shutdown(self) -> None:
         await self.titler.shutdown()
         for session_id in list(self._runs):
-            await self.abort(session_id)
+            await self.abort(session_id, shutdown=True)
 
     # ---- the run -------------------------------------------------------------------------
 
@@ -545,6 +550,7 @@ class SessionLoop:
             snapshots,
         )
         await self.store.put_message(message, [message_event(message)])
+        run.processor = processor
         step = run.step = asyncio.create_task(processor.run(request))
         if run.aborted:  # abort() came while this step was being set up
             step.cancel()

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from partwire import ids
 from partwire.errors import ProviderError, StorageError
@@ -30,6 +30,7 @@ from partwire.schema.event import (
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
 from partwire.schema.message import (
+    RESTART_INTERRUPTED,
     AssistantMessage,
     ContentFilterError,
     ContextOverflowData,
@@ -127,6 +128,7 @@ class Processor:
         self._request_chars = 0
         self._unreported_chars = 0
         self._reported = False
+        self.stop_reason: Literal["aborted", "shutdown"] = "aborted"
         self.calls = ToolCalls(
             base=self._base,
             save=self._save,
@@ -212,6 +214,7 @@ class Processor:
         """Show the failure (a retry part, status retry), wait, then go back to busy."""
         await self._close_open("retry")
         delay = retry_delay(attempt, exc.retry_after_s)
+        limit = UNREACHABLE_RETRIES if exc.kind == "unreachable" else MAX_RETRIES
         provider, model = self._model_names()
         log.warning("%s/%s retry %d in %.1fs: %s", provider, model, attempt, delay, exc.message)
         now = now_ms()
@@ -219,7 +222,7 @@ class Processor:
             RetryPart(
                 **self._base(),
                 attempt=attempt,
-                error=_api_error(exc),
+                error=_api_error(exc, retry_plan(attempt, limit, delay)),
                 time=CreatedTime(created=now),
             )
         )
@@ -234,10 +237,16 @@ class Processor:
         self.calls.tasks.clear()
 
     async def finish_aborted(self) -> AssistantMessage:
-        await self._close_open("aborted")
+        """End as stopped: by a user, or (``stop_reason`` "shutdown") by the server's own
+        stop, which clients label a restart."""
+        await self._close_open(self.stop_reason)
         estimate = self._estimated_usage()
+        error = aborted_error(RESTART_INTERRUPTED) if self.stop_reason == "shutdown" else None
         self.message = self.message.model_copy(
-            update={"error": aborted_error(), "tokens": self.message.tokens.plus(estimate)}
+            update={
+                "error": error or aborted_error(),
+                "tokens": self.message.tokens.plus(estimate),
+            }
         )
         return await self._complete()
 
@@ -457,9 +466,19 @@ def message_error(exc: ProviderError) -> MessageError:
     return _api_error(exc)
 
 
-def _api_error(exc: ProviderError) -> APIError:
+def _api_error(exc: ProviderError, metadata: dict[str, str] | None = None) -> APIError:
     return APIError(
         data=APIErrorData(
-            message=exc.message, status_code=exc.status_code, is_retryable=exc.retryable
+            message=exc.message,
+            status_code=exc.status_code,
+            is_retryable=exc.retryable,
+            metadata=metadata,
         )
     )
+
+
+def retry_plan(attempt: int, limit: int, delay: float) -> dict[str, str]:
+    """What a retry part tells clients of the retries to come (APIError metadata holds
+    strings): how many there are at most, and how long, at most, until the last one."""
+    later = sum(retry_delay(n, None) for n in range(attempt + 1, limit + 1))
+    return {"maxAttempts": str(limit), "retryingForS": str(round(delay + later))}

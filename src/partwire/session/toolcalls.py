@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from partwire.errors import AbortedError, RejectedError, ToolError
+from partwire.schema.message import TOOL_RESTART_INTERRUPTED
 from partwire.schema.part import FilePart, Part, ToolPart
 from partwire.schema.tool_state import (
     FinishedTime,
@@ -32,6 +33,7 @@ ABORTED_TOOL = "Tool execution aborted"
 DOOM_LOOP_THRESHOLD = 3
 _CLOSE_REASONS = {
     "aborted": ABORTED_TOOL,
+    "shutdown": TOOL_RESTART_INTERRUPTED,
     "retry": "The model call failed before this tool ran; it was retried",
 }
 

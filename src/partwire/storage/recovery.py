@@ -29,7 +29,13 @@ from partwire.schema.event import (
     SessionStatusProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.message import AssistantMessage, aborted_error, message_adapter
+from partwire.schema.message import (
+    RESTART_INTERRUPTED,
+    TOOL_RESTART_INTERRUPTED,
+    AssistantMessage,
+    aborted_error,
+    message_adapter,
+)
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
 from partwire.schema.session import StatusIdle
 from partwire.schema.tool_state import FinishedTime, ToolStateError
@@ -37,12 +43,6 @@ from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
 from partwire.storage.writer import Write, WriteContext
-
-INTERRUPTED = "Interrupted: the server stopped before this finished."
-TOOL_INTERRUPTED = (
-    "Tool execution was interrupted by a server restart; it may or may not have taken "
-    "effect. Check its effects before you run it again."
-)
 
 
 def _now() -> int:
@@ -56,7 +56,9 @@ def _close_part(part: Part, now: int) -> Part | None:
     if isinstance(part, ToolPart) and part.state.status in ("pending", "running"):
         start = getattr(getattr(part.state, "time", None), "start", now)
         state = ToolStateError(
-            input=part.state.input, error=TOOL_INTERRUPTED, time=FinishedTime(start=start, end=now)
+            input=part.state.input,
+            error=TOOL_RESTART_INTERRUPTED,
+            time=FinishedTime(start=start, end=now),
         )
         return part.model_copy(update={"state": state})
     return None
@@ -110,7 +112,7 @@ def recover_into(
             continue
         finished = message.model_copy(
             update={
-                "error": aborted_error(INTERRUPTED),
+                "error": aborted_error(RESTART_INTERRUPTED),
                 "time": message.time.model_copy(update={"completed": now}),
             }
         )

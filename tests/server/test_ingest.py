@@ -263,3 +263,15 @@ async def test_a_message_past_the_ingest_limit_is_a_413_and_keeps_what_came_befo
         assert text.startswith("kept") and len(text) < 4096
         assert answer.info.error is not None  # type: ignore[union-attr]
         assert await client.status() == {}
+
+
+async def test_an_ingested_session_is_titled_by_its_prompt(server: str) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        body = _ndjson(
+            {"type": "start", "prompt": "Fix the   flaky test\nin ci"},
+            {"type": "text-delta", "delta": "done"},
+        )
+        assert (await _post(server, session_id, body)).status_code == 200
+        session = await client.get_session(session_id)
+        assert session.title == "Fix the flaky test in ci"

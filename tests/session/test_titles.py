@@ -87,5 +87,8 @@ def test_the_models_answer_is_cleaned_to_one_short_line() -> None:
     assert clean_title('"Rotating logs."\n\nMore text') == "Rotating logs"
     assert clean_title("## Title: **Log rotation**") == "Log rotation"
     assert clean_title("\n  \n") is None
+    # markdown inside the line is text too: marks go, words stay (snake_case included)
+    assert clean_title("Hello from the **mock** provider") == "Hello from the mock provider"
+    assert clean_title("Fix `parse_args` in [cli](http://x) _now_") == "Fix parse_args in cli now"
     long = clean_title("word " * 40)
     assert long is not None and len(long) == 60 and long.endswith("…")

@@ -52,6 +52,7 @@ from partwire.schema.session import Session
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.builder import StreamingMessageBuilder, now_ms
 from partwire.session.processor import flush_due
+from partwire.session.prompt import shorten_title, touch_session
 from partwire.session.status import StatusTracker
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
@@ -419,6 +420,8 @@ class Recorder:
         recording = Recording(self.store, self.host, builder, user)
         for part in builder.build().parts:  # a prompt is stored whole, as ours are
             await recording._save(part)
+        session = await self.store.get_session(session_id)  # named by it, as ours are
+        await touch_session(self.store, session, shorten_title(" ".join(prompt.split())))
         return user.id
 
     async def _end(self, recording: Recording, message: str, *, aborted: bool) -> None:

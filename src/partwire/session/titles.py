@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 
 from partwire.providers.base import LanguageModel
@@ -26,10 +27,27 @@ _PROMPT_CHARS = 4000
 _MARKS = "#*_`\"' \u201c\u201d\u2018\u2019"  # markdown, and straight and curly quotes
 
 
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_STRONG = re.compile(r"(\*\*|__|~~)(.+?)\1")
+_EMPHASIS = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+_CODE = re.compile(r"`+([^`]*)`+")
+
+
+def plain_text(line: str) -> str:
+    """``line`` with inline markdown taken out: links and images keep their text, and
+    emphasis, strong, strike-through and code marks go (``snake_case`` stays)."""
+    for pattern in (_LINK, _CODE):
+        line = pattern.sub(r"\1", line)
+    for pattern in (_STRONG, _EMPHASIS):
+        line = pattern.sub(r"\2", line)
+    return line
+
+
 def clean_title(raw: str) -> str | None:
-    """The first line the model wrote, without quotes, markdown marks or a final stop."""
+    """The first line the model wrote, as plain text: without quotes, markdown or a final
+    stop."""
     for line in raw.splitlines():
-        title = line.strip().strip(_MARKS)
+        title = plain_text(line.strip()).strip(_MARKS)
         if title.lower().startswith("title:"):
             title = title[len("title:") :].strip(_MARKS)
         title = title.rstrip(".").strip()

@@ -263,3 +263,18 @@ async def test_mention_searches_are_few_and_never_hold_a_prompt_back(
     finally:
         release.set()
         await context.close()
+
+
+async def test_the_first_screen_names_the_model_and_offers_the_demo_prompts(page: Page) -> None:
+    first = page.get_by_test_id("first-run")
+    await expect(first).to_contain_text("Answering: demo/demo")
+    await expect(first).to_contain_text("OPENAI_API_KEY")
+    chips = first.get_by_role("group", name="Try the demo").get_by_role("button")
+    await expect(chips).to_have_text(
+        ["long 300", "list", "bash ls", "question", "todo", "task list"]
+    )
+    await chips.filter(has_text="list").first.click()
+    await expect(page.locator(".message-user")).to_contain_text("list")
+    await expect(card(page, "list")).to_be_visible(timeout=10_000)
+    await wait_idle(page)
+    await expect(first).to_have_count(0)

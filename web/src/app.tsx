@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { ActivityBar } from "./activity";
 import { api, type PromptPart } from "./api";
 import { Conversation } from "./conversation";
+import { FirstRun } from "./firstrun";
 import { loadSession } from "./loader";
 import { useStore } from "./hooks";
 import { PermissionPrompt, QuestionPrompt } from "./prompts";
@@ -173,6 +174,7 @@ export function App() {
   const status = current ? store.status.get(current) : undefined;
   const busy = status !== undefined && status.type !== "idle";
   const stop = () => current && void api.abort(current).catch((e: Error) => setError(e.message));
+  const pick = (prompt: string) => void sendPrompt(current, [{ type: "text", text: prompt }], undefined, undefined).catch(() => undefined);
   useStopOnEscape(busy, stop);
   const title = current ? store.sessions.get(current)?.title : undefined;
   useEffect(() => {
@@ -194,7 +196,13 @@ export function App() {
             {store.error} <span class="dismiss">×</span>
           </div>
         )}
-        {current ? <Conversation key={current} sessionID={current} /> : <div class="conversation empty">Pick a session, or send a prompt to start one.</div>}
+        {current ? (
+          <Conversation key={current} sessionID={current} empty={<FirstRun onPick={pick} />} />
+        ) : (
+          <div class="conversation">
+            <FirstRun onPick={pick} />
+          </div>
+        )}
         {current && <TodoPanel sessionID={current} />}
         {current && <LooseAsks sessionID={current} />}
         <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />

@@ -1,5 +1,6 @@
 // The conversation: a windowed list (only messages near the viewport are in the DOM),
 // following new content until the user scrolls up.
+import type { ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { api } from "./api";
 import { useStore } from "./hooks";
@@ -114,7 +115,7 @@ function rowsNear(offsets: number[], top: number, height: number): [number, numb
   return [first, Math.min(count, Math.max(search(offsets, top + height + OVERSCAN), first + 1))];
 }
 
-export function Conversation({ sessionID }: { sessionID: string }) {
+export function Conversation({ sessionID, empty }: { sessionID: string; empty?: ComponentChildren }) {
   useStore(`session:${sessionID}`, "sessions");
   const revert = store.sessions.get(sessionID)?.revert;
   const all = store.messages.get(sessionID) ?? [];
@@ -166,7 +167,7 @@ export function Conversation({ sessionID }: { sessionID: string }) {
             ))}
           </div>
         </div>
-        {messages.length === 0 && !revert && <div class="empty">Send a prompt to start.</div>}
+        {messages.length === 0 && !revert && (empty ?? <div class="empty">Send a prompt to start.</div>)}
         {revert && <RevertBar sessionID={sessionID} hidden={all.length - messages.length} />}
       </div>
       {!following && (

@@ -16,7 +16,7 @@ async def test_yes_allows_each_ask_once(settings: Settings) -> None:
     code, out, err = await _run(settings, "run", "--yes", "--agent", "plan", "bash", "echo", "ok")
     assert code == 0, err
     assert "? permission bash: echo ok\n  allowed once (--yes)" in err
-    assert "✓ bash" in err and out.strip() == "The `bash` tool returned 1 lines:\n\n    ok"
+    assert "✓ bash" in err and out.strip() == "The `bash` tool returned 1 line:\n\n    ok"
 
 
 async def test_without_a_terminal_asks_are_rejected_with_a_hint(settings: Settings) -> None:

@@ -69,7 +69,7 @@ async def test_a_prompt_queued_during_an_answer_is_answered_once(project: Path) 
     history = (UserTurn("hello"), UserTurn("list"), AssistantTurn("Hello back."), result)
     after = await _run(DemoModel(project, 0), *history)
     assert not [e for e in after if isinstance(e, ToolCall)]
-    assert "`list` tool returned 1 lines" in "".join(
+    assert "`list` tool returned 1 line:" in "".join(
         e.delta for e in after if isinstance(e, TextDelta)
     )
 

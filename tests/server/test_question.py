@@ -110,7 +110,7 @@ async def test_todowrite_publishes_and_todoread_and_the_route_return_the_list(
     assert listed == todos
     messages = (await http.get(f"/session/{sid}/message")).json()
     tools = [p for m in messages for p in m["parts"] if p["type"] == "tool"]
-    assert tools[0]["state"]["title"] == "2 todos"
+    assert tools[0]["state"]["title"] == "2 todos"  # both open
     assert '"write the parser"' in tools[1]["state"]["output"]
     assert (await http.get("/session/ses_nope/todo")).status_code == 404
 

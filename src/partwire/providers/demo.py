@@ -44,6 +44,7 @@ from partwire.providers.stream import (
     Usage,
     UserTurn,
 )
+from partwire.words import plural
 
 _LONG = re.compile(r"^\s*long\s+(\d+)\s*$", re.IGNORECASE)
 MAX_LONG = 1_000_000
@@ -124,7 +125,8 @@ class _Reply:
                 yield event
             return
         reasoning = (
-            f"The user wrote {len(prompt.split())} words. I will echo them back in markdown."
+            f"The user wrote {plural(len(prompt.split()), 'word')}. "
+            "I will echo them back in markdown."
         )
         yield ReasoningStart("r0")
         for word in _words(reasoning):
@@ -213,8 +215,10 @@ def _summarize(results: list[ToolResultTurn]) -> str:
             continue
         body = [line for line in result.output.splitlines() if line.strip()]
         preview = "\n".join(f"    {line}" for line in body[:8])
-        more = f"\n\n…and {len(body) - 8} more lines." if len(body) > 8 else ""
-        lines.append(f"The `{result.tool}` tool returned {len(body)} lines:\n\n{preview}{more}")
+        more = f"\n\n…and {plural(len(body) - 8, 'more line')}." if len(body) > 8 else ""
+        lines.append(
+            f"The `{result.tool}` tool returned {plural(len(body), 'line')}:\n\n{preview}{more}"
+        )
     return "\n\n".join(lines) + "\n"
 
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from partwire.schema.permission import Todo
 from partwire.tools.base import Tool, ToolContext, ToolResult
+from partwire.words import plural
 
 
 class TodoWriteParams(BaseModel):
@@ -18,11 +19,19 @@ class TodoReadParams(BaseModel):
     pass
 
 
+def _title(total: int, still_open: int) -> str:
+    """``3 todos, 2 open``; ``3 todos`` while all are open."""
+    return plural(total, "todo") + (f", {still_open} open" if still_open < total else "")
+
+
 def _result(todos: list[Todo]) -> ToolResult:
     open_count = sum(1 for t in todos if t.status not in ("completed", "cancelled"))
     body = json.dumps([t.wire() for t in todos], indent=2)
     return ToolResult(
-        title=f"{open_count} todos", output=body, metadata={"todos": [t.wire() for t in todos]}
+        title=plural(len(todos), "todo")
+        + (f", {open_count} open" if open_count < len(todos) else ""),
+        output=body,
+        metadata={"todos": [t.wire() for t in todos]},
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from partwire.config import Settings
+from tests.served import free_port
 
 
 def _env(settings: Settings, delay_ms: str = "0") -> dict[str, str]:
@@ -159,3 +160,23 @@ async def test_models_lists_the_default_first_and_cuts_long_catalogues(
     )  # fmt: skip
     every, _ = await asyncio.wait_for(process.communicate(), 60)
     assert len(every.decode().splitlines()) > 100 and "more openai" not in every.decode()
+
+
+async def test_a_bad_attach_address_and_an_unknown_session_are_one_line_each(
+    settings: Settings,
+) -> None:
+    closed = free_port()
+    code, _, err = await _run(settings, "run", "--attach", f"127.0.0.1:{closed}", "hi")
+    assert code == 1 and "Traceback" not in err
+    assert f"cannot reach the server at http://127.0.0.1:{closed}" in err
+    code, _, err = await _run(settings, "run", "--attach", "ftp://x", "hi")
+    assert code == 2 and "is not a server address: give http://host:port" in err
+    code, _, err = await _run(settings, "export", "ses_nope")
+    assert code == 1 and err.strip() == "error: Session not found: ses_nope"
+
+
+async def test_piped_output_keeps_its_lines_whole(settings: Settings) -> None:
+    code, out, err = await _run(settings, "run", "long", "300")
+    assert code == 0 and len(out.splitlines()) == 1  # the answer as the model wrote it
+    note = "no model provider is configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or see"
+    assert note in err  # not broken at 80 columns

@@ -110,6 +110,7 @@ def test_a_database_with_garbage_pages_refuses_to_start(stored: Path, project: P
     assert code == 1
     line = _one_error_line(output)
     assert str(db) in line and "damaged" in line
+    assert " on http://" not in output  # no banner for a server that never served
     assert _digest(db) == before
     code, output = _partwire(stored, project, "db", "check")
     assert code == 1 and "damaged" in output and "Traceback" not in output

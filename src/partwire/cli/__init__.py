@@ -8,6 +8,7 @@ import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 
@@ -51,8 +52,27 @@ class _Shared:
             "--project", type=Path, default=None, help="project directory (cwd)"
         )
         self.attach = _shared_option(
-            "--attach", metavar="URL", help="use a running server instead of starting one"
+            "--attach",
+            metavar="URL",
+            type=server_url,
+            help="use a running server instead of starting one (http://host:port; host:port works)",
         )
+
+
+def server_url(value: str) -> str:
+    """``--attach``'s URL: ``host:port`` is taken as ``http://host:port``; anything that is
+    not an http(s) URL with a host is refused with a line saying so."""
+    url = value if "://" in value else f"http://{value}"
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a server address: give http://host:port, e.g. http://127.0.0.1:4096"
+        )
+    return url.rstrip("/")
 
 
 Commands = Any  # argparse's _SubParsersAction, private in typeshed
@@ -342,6 +362,15 @@ def _start_logging(args: argparse.Namespace, settings: Settings) -> None:
         logs.setup(args.log_level, True, settings.data_dir / "log")
 
 
+def _unreachable(exc: Exception) -> str:
+    """An HTTP failure talking to a server, in one line naming where."""
+    try:
+        where = f" at {exc.request.url.scheme}://{exc.request.url.netloc.decode()}"  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        where = ""
+    return f"cannot reach the server{where}: {exc} (is `partwire serve` running there?)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -360,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         httpx = sys.modules.get("httpx")  # not imported: not what failed
         if httpx is None or not isinstance(exc, httpx.HTTPError):
             raise
-        err.print(f"[red]error:[/red] cannot reach the server: {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {_unreachable(exc)}", highlight=False, soft_wrap=True)
         return 1
     except KeyboardInterrupt:
         return 130

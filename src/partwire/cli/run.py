@@ -214,7 +214,8 @@ async def _send(
 
 async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    # piped or sent to a file, notes keep their lines whole (a terminal wraps them itself)
+    err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     if args.watch and (args.message or not (args.session or args.continue_)):
         raise BadRequestError("--watch renders an existing session: give -s ID or -c, no prompt")
     text = "" if args.watch else prompt_text(args.message, sys.stdin)

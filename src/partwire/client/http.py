@@ -65,8 +65,9 @@ def _raise_for(response: httpx.Response) -> None:
         name, message = body.get("name", "Error"), body.get("data", {}).get("message", "")
     except (ValueError, AttributeError):
         name, message = "Error", response.text
-    if response.status_code == 404:
-        raise NotFoundError(name, message)
+    if response.status_code == 404:  # the server's own words: "Session not found: ses_…"
+        kind, said, identifier = message.partition(" not found: ")
+        raise NotFoundError(kind, identifier) if said else NotFoundError(name, message)
     if response.status_code == 400:
         raise BadRequestError(message)
     raise ClientError(response.status_code, name, message)

@@ -76,7 +76,7 @@ def bind(host: str, port: int) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             raise ConfigError(
                 f"port {port} on {host} is already in use: pick another with --port "
-                "(--port 0 picks a free one)"
+                "(--port 0 picks a free one; with make: make serve PORT=…)"
             ) from None
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(2048)
@@ -90,7 +90,8 @@ def serve(
     so a port in use or a data dir another server holds is one error raised here. Then
     the socket is served at once while the app is built behind it (``deferred``); a
     failure to build (the database cannot be opened, say) stops the server and is raised
-    here too. ``on_start`` gets the bound port (the real one for port 0)."""
+    here too. ``on_start`` gets the bound port (the real one for port 0) once the app is
+    built and its database open, so a refused start prints no banner."""
     from partwire.providers.configured import leave_out_unused_sdk_modules
     from partwire.storage import lock
 
@@ -133,6 +134,8 @@ async def _serve_deferred(
     def ready(app: FastAPI) -> None:
         runtime: Runtime = app.state.runtime
         server.runtime = runtime
+        if on_start is not None:  # the database opened: now it is news that it serves
+            on_start(bound)
         runtime.warm_up()
         freezing.append(asyncio.create_task(_freeze_after_warm_up(runtime)))
 
@@ -141,8 +144,6 @@ async def _serve_deferred(
 
     deferred = DeferredApp(settings, functools.partial(_build_app, settings), ready, failed)
     server = PartwireServer(_config(deferred, host, bound), None)
-    if on_start is not None:
-        on_start(bound)
     await server.serve(sockets=[sock])
     for task in freezing:
         task.cancel()

@@ -132,6 +132,11 @@ async def test_a_390_px_phone_keeps_actions_clear_and_buttons_on_one_row(page: P
     assert abs(boxes[0]["y"] - boxes[1]["y"]) < 2, "Stop and Send share a row"
     assert boxes[1]["x"] + boxes[1]["width"] <= 390
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    # the session's title is readable: the counters go under it, not over it
+    title = page.get_by_test_id("session-title")
+    await expect(page.locator(".activity-tokens")).to_be_visible(timeout=10_000)
+    shown = await title.evaluate("el => el.parentElement.clientWidth")
+    assert shown >= 150, f"the title has {shown} px"
     await page.screenshot(path=str(ARTIFACTS / "phone-390.png"))
     await stop.click()
     await wait_idle(page, within_ms=10_000)

@@ -20,8 +20,11 @@ function currentFromHash(): string | null {
 }
 
 function StatusPill({ sessionID }: { sessionID: string }) {
-  useStore("status");
+  useStore("status", "asks");
   const status = store.status.get(sessionID) ?? { type: "idle" as const };
+  const asking =
+    [...store.permissions.values()].some((p) => p.sessionID === sessionID) ||
+    [...store.questions.values()].some((q) => q.sessionID === sessionID);
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     if (status.type !== "retry") return;
@@ -30,6 +33,13 @@ function StatusPill({ sessionID }: { sessionID: string }) {
   }, [status.type]);
   let label: string = status.type;
   if (status.type === "retry") label = `retry #${status.attempt} in ${Math.max(0, Math.ceil((status.next - now) / 1000))} s`;
+  if (asking && status.type === "busy") {
+    return (
+      <span class="status status-waiting" role="status" data-status="busy" data-waiting="true">
+        waiting for you
+      </span>
+    );
+  }
   return (
     <span class={`status status-${status.type}`} role="status" data-status={status.type} title={status.type === "retry" ? status.message : undefined}>
       {status.type === "busy" && <span class="spinner" aria-hidden="true" />}

@@ -231,9 +231,18 @@ const GENERIC: ToolRenderer = {
 
 const STATE_MARK: Record<string, string> = { pending: "○", running: "◌", completed: "✓", error: "✕" };
 
-function StateBadge({ part }: { part: ToolPart }) {
+/** The call's state; one that waits on a permission or a question says it waits for you. */
+function StateBadge({ part, waiting }: { part: ToolPart; waiting: boolean }) {
   const { status, time } = part.state;
-  const elapsed = useElapsed(time?.start, time?.end, status === "running");
+  const elapsed = useElapsed(time?.start, time?.end, status === "running" && !waiting);
+  if (waiting) {
+    return (
+      <span class="state state-waiting" data-state="waiting">
+        <span aria-hidden="true">●</span>
+        <span class="state-label">waiting for you</span>
+      </span>
+    );
+  }
   return (
     <span class={`state state-${status}`} data-state={status}>
       {status === "running" ? <span class="spinner" aria-hidden="true" /> : <span aria-hidden="true">{STATE_MARK[status]}</span>}
@@ -253,7 +262,8 @@ export function ToolCard({ part }: { part: ToolPart }) {
   const expanded = open ?? (Boolean(permission || question) || status === "error" || (status === "running" && part.tool === "bash") || (renderer.open === true && status !== "pending"));
   const subtitle = renderer.subtitle?.(part) ?? "";
   let body: ComponentChildren = null;
-  if (expanded) {
+  // a question being asked is shown once, by its prompt, not also by the card's summary
+  if (expanded && !question) {
     body = status === "error" ? (
       <div>
         <pre class="tool-output tool-error">{part.state.error}</pre>
@@ -268,7 +278,7 @@ export function ToolCard({ part }: { part: ToolPart }) {
         <span class="tool-icon" aria-hidden="true">{renderer.icon}</span>
         <span class="tool-title">{renderer.title || part.tool}</span>
         <span class="tool-subtitle" title={subtitle}>{subtitle}</span>
-        <StateBadge part={part} />
+        <StateBadge part={part} waiting={Boolean(permission || question)} />
       </button>
       {permission && <PermissionPrompt request={permission} />}
       {question && <QuestionPrompt request={question} />}

@@ -3,19 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
 
 .PHONY: help serve test system sdk clients ui js lint typecheck pytest reliability bench wheel clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# What serving needs (the package alone); the test and bench targets add the [dev] extra.
+$(SERVE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-serve: $(STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)
+serve: $(SERVE_STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)
 	$(BIN)/partwire serve $(if $(PORT),--port $(PORT))
 
 test: $(STAMP) system sdk clients ui js lint typecheck pytest ## System packages, SDK, protocol clients, web UI build + tsc, the JS client's build and tests, format check, lint, mypy --strict, pytest

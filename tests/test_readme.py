@@ -1,0 +1,31 @@
+"""The README speaks to a stranger: a quick start first, nothing only the team has, and
+counts that match the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from partwire.tools.registry import _TOOLS, load_builtin_tools
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+NUMBERS = {"twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16}
+
+
+def test_it_starts_with_a_quick_start() -> None:
+    headings = [line for line in README.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Quick start"
+    block = README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    assert "make serve" in block and "make test" in block and len(block.splitlines()) <= 10
+
+
+def test_it_names_nothing_a_user_of_the_repository_lacks() -> None:
+    for private in ("../shared", "shared folder", "side_by_side.py", "the team"):
+        assert private not in README, private
+    assert not re.search(r"issue \d+'s notes", README)
+
+
+def test_its_tool_count_matches_the_tools() -> None:
+    load_builtin_tools()
+    said = re.findall(r"the (\w+) built-ins", README)
+    assert said and all(NUMBERS[word] == len(_TOOLS) for word in said), said

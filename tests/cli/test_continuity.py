@@ -88,6 +88,7 @@ async def test_start_up_mistakes_are_one_line(settings: Settings) -> None:
         port = taken.getsockname()[1]
         code, _, err = await _run(settings, "serve", "--port", str(port))
     assert code == 1 and "already in use" in err and "--port" in err and "Traceback" not in err
+    assert "make serve PORT=" in err  # what to type when make started it
 
 
 async def test_the_banner_shows_the_bound_port(settings: Settings) -> None:

@@ -1,11 +1,13 @@
 """Ingest benchmark: an external loop's message through POST /session/{id}/ingest.
 
-    python bench/ingest.py [--deltas 10000] [--repeat 3] [--paced-ms 0]
+    python bench/ingest.py [--deltas 10000] [--repeat 3] [--paced-ms 0] [--delta-chars 0]
 
 Spawns `python -m partwire serve` on a free port with a fresh data dir, then sends one
 NDJSON body per run: a start line, a step and N text deltas (``--paced-ms`` sleeps between
-lines, as a live loop would). Prints deltas per second and the server's CPU (user +
-system, from /proc) per 1k deltas, the figure issue "Performance" compares. Linux only.
+lines, as a live loop would; ``--delta-chars`` makes each delta that many characters, so
+``--deltas 10 --delta-chars 2048`` streams 20 KB and ``--deltas 10000`` 20 MB: the CPU a
+delta costs must not grow with the text before it). Prints deltas per second and the
+server's CPU (user + system, from /proc) per 1k deltas. Linux only.
 """
 
 from __future__ import annotations
@@ -35,13 +37,37 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _body(deltas: int, paced_ms: float) -> Iterator[bytes]:
+PREFIX_CHUNK = 512 * 1024  # under the 1 MiB a line may hold
+
+
+def _body(deltas: int, paced_ms: float, chars: int, prefix_kb: int = 0) -> Iterator[bytes]:
     yield json.dumps({"type": "start", "prompt": "bench"}).encode() + b"\n"
     yield json.dumps({"type": "step-start"}).encode() + b"\n"
+    left = prefix_kb * 1024
+    while left > 0:  # text already streamed before the measured deltas
+        size = min(left, PREFIX_CHUNK)
+        left -= size
+        yield json.dumps({"type": "text-delta", "delta": "x" * size}).encode() + b"\n"
     for i in range(deltas):
         if paced_ms:
             time.sleep(paced_ms / 1000)
-        yield json.dumps({"type": "text-delta", "delta": f"w{i} "}).encode() + b"\n"
+        word = f"w{i} "
+        delta = (word * (chars // len(word) + 1))[:chars] if chars else word
+        yield json.dumps({"type": "text-delta", "delta": delta}).encode() + b"\n"
+
+
+def _ingest(http: httpx.Client, pid: int, body: Iterator[bytes]) -> tuple[float, float]:
+    """One message through ingest into a new session: (wall s, server CPU s)."""
+    session = http.post("/session", json={}).json()["id"]
+    cpu, start = _cpu_s(pid), time.monotonic()
+    response = http.post(
+        f"/session/{session}/ingest",
+        content=body,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    wall, used = time.monotonic() - start, _cpu_s(pid) - cpu
+    response.raise_for_status()
+    return wall, used
 
 
 def main() -> None:
@@ -49,6 +75,15 @@ def main() -> None:
     parser.add_argument("--deltas", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--paced-ms", type=float, default=0)
+    parser.add_argument("--delta-chars", type=int, default=0, help="characters a delta (0: a word)")
+    parser.add_argument(
+        "--prefix-kb",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also measure the deltas after this much text (KB), e.g. 20 20480: the CPU "
+        "of a run with the prefix alone is taken off",
+    )
     args = parser.parse_args()
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="partwire-ingest-") as state:
@@ -69,19 +104,28 @@ def main() -> None:
                         time.sleep(0.05)
                 print(f"{'run':>4} {'deltas':>7} {'paced ms':>8} {'deltas/s':>9} {'CPU ms/1k':>9}")
                 for run in range(1, args.repeat + 1):
-                    session = http.post("/session", json={}).json()["id"]
-                    cpu, start = _cpu_s(server.pid), time.monotonic()
-                    response = http.post(
-                        f"/session/{session}/ingest",
-                        content=_body(args.deltas, args.paced_ms),
-                        headers={"content-type": "application/x-ndjson"},
+                    wall, used = _ingest(
+                        http, server.pid, _body(args.deltas, args.paced_ms, args.delta_chars)
                     )
-                    wall, used = time.monotonic() - start, _cpu_s(server.pid) - cpu
-                    response.raise_for_status()
                     per_s = args.deltas / wall
                     per_1k = used * 1e6 / args.deltas
                     row = f"{run:>4} {args.deltas:>7} {args.paced_ms:>8}"
                     print(f"{row} {per_s:>9,.0f} {per_1k:>9.0f}")
+                if args.prefix_kb:
+                    print(f"{'after text KB':>14} {'deltas':>7} {'CPU ms/1k':>9}")
+                for prefix in args.prefix_kb:
+                    alone = min(
+                        _ingest(http, server.pid, _body(0, 0, 0, prefix))[1]
+                        for _ in range(args.repeat)
+                    )
+                    both = min(
+                        _ingest(http, server.pid, _body(args.deltas, 0, args.delta_chars, prefix))[
+                            1
+                        ]
+                        for _ in range(args.repeat)
+                    )
+                    per_1k = max(0.0, both - alone) * 1e6 / args.deltas
+                    print(f"{prefix:>14,} {args.deltas:>7} {per_1k:>9.0f}")
         finally:
             server.terminate()
             server.wait()

@@ -172,6 +172,17 @@ async def test_ingest_bench_prints_its_table() -> None:
     assert all(float(r[3].replace(",", "")) > 0 and float(r[4]) > 0 for r in rows)
 
 
+async def test_ingest_bench_measures_deltas_after_a_long_text() -> None:
+    out = await run_bench(
+        "ingest.py", "--deltas", "2000", "--repeat", "1", "--prefix-kb", "20", "1024"
+    )
+    lines = out.splitlines()
+    at = lines.index(next(line for line in lines if line.strip().startswith("after text KB")))
+    rows = [line.split() for line in lines[at + 1 :]]
+    assert [r[:2] for r in rows] == [["20", "2000"], ["1,024", "2000"]]
+    assert all(float(r[2]) >= 0 for r in rows)
+
+
 async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
     out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1,2")
     lines = out.splitlines()

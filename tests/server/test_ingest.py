@@ -275,3 +275,24 @@ async def test_an_ingested_session_is_titled_by_its_prompt(server: str) -> None:
         assert (await _post(server, session_id, body)).status_code == 200
         session = await client.get_session(session_id)
         assert session.title == "Fix the flaky test in ci"
+
+
+async def test_impossible_numbers_are_a_400_and_an_empty_body_stores_nothing(
+    server: str,
+) -> None:
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        empty = await _post(server, session_id, b"")
+        assert empty.status_code == 400 and "nothing was stored" in empty.text
+        assert await client.messages(session_id) == []
+        for bad, says in (
+            (b'{"type": "step-finish", "cost": NaN}', "cost is nan"),
+            (b'{"type": "step-finish", "cost": -1}', "cost is -1"),
+            (b'{"type": "step-finish", "tokens": {"input": -5}}', "tokens.input is -5"),
+        ):
+            body = _ndjson({"type": "start", "prompt": "go"}, {"type": "step-start"}, bad)
+            response = await _post(server, session_id, body)
+            assert response.status_code == 400, response.text
+            assert response.json()["data"]["line"] == 3 and says in response.text
+        # what was stored still reads
+        assert all(m.info.role in ("user", "assistant") for m in await client.messages(session_id))

@@ -11,6 +11,7 @@ allow raise :class:`~partwire.errors.BuilderError` and change nothing.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -101,6 +102,11 @@ class StreamingMessageBuilder:
 
     def part(self, index: int) -> Part:
         return self._current(index)
+
+    def stored_part(self, index: int) -> Part:
+        """Part ``index`` as last written down, without the text still streaming into it
+        (cheap: nothing is joined)."""
+        return self._parts[index]
 
     def tool_part(self, call_id: str) -> ToolPart:
         """The part of tool call ``call_id``; BuilderError if there is no such call."""
@@ -309,6 +315,7 @@ class StreamingMessageBuilder:
         if not self._step_open:
             raise BuilderError("finish_step without an open step: call start_step first")
         used = _tokens(tokens)
+        cost = _cost(cost)
         frames = self._begin() + self._close_stream()
         self._step_open = False
         part = StepFinishPart(**self._base(), reason=reason, tokens=used, cost=float(cost))
@@ -427,12 +434,33 @@ def _output_text(output: Any) -> str:
 def _tokens(tokens: Tokens | Mapping[str, Any] | None) -> Tokens:
     if tokens is None:
         return Tokens()
-    if isinstance(tokens, Tokens):
-        return tokens
     try:
-        used = Tokens.model_validate(dict(tokens))
+        used = tokens if isinstance(tokens, Tokens) else Tokens.model_validate(dict(tokens))
     except ValueError as exc:
         raise BuilderError(f"tokens: {exc}") from None
+    counts = {
+        "input": used.input,
+        "output": used.output,
+        "reasoning": used.reasoning,
+        "cache.read": used.cache.read,
+        "cache.write": used.cache.write,
+        "total": used.total or 0,
+    }
+    for name, count in counts.items():
+        if count < 0:
+            raise BuilderError(f"tokens.{name} is {count}: token counts are never negative")
     if used.total is None:
         used = used.model_copy(update={"total": used.input + used.output + used.reasoning})
     return used
+
+
+def _cost(cost: Any) -> float:
+    """A step's cost: a finite number, not below zero (NaN would make the message
+    unreadable once stored)."""
+    try:
+        value = float(cost)
+    except (TypeError, ValueError):
+        raise BuilderError(f"cost is {cost!r}: give a number of USD") from None
+    if not math.isfinite(value) or value < 0:
+        raise BuilderError(f"cost is {cost!r}: give a finite number of USD, 0 or more")
+    return value

@@ -243,11 +243,13 @@ class Recording:
 
     async def _delta(self, frame: PartDelta) -> None:
         index = frame.part_index
-        part = self.builder.part(index)
         if frame.args_delta is not None:
-            await self._save(part)
+            await self._save(self.builder.part(index))
             return
         assert frame.delta is not None
+        # the part as stored, without its text: joining the text so far on every delta
+        # would make each delta cost as much as everything before it
+        part = self.builder.stored_part(index)
         await self.store.append_delta(
             PartDeltaProps(
                 session_id=self.session_id,

@@ -78,6 +78,11 @@ async def ingest(request: Request, sessionID: str) -> Response:
         return Response(status_code=400)  # nobody is left to read it; nothing was stored
     start = head[1] if head is not None and isinstance(head[1], IngestStart) else IngestStart()
     first = [] if head is None or isinstance(head[1], IngestStart) else [head]
+    if head is None:  # an empty body: no message to record
+        return JSONResponse(
+            error_body("BadRequest", "ingest: the body holds no event; nothing was stored"),
+            status_code=400,
+        )
     failure: BadLine | None = None
     async with project.recorder.record(
         sessionID,

@@ -252,3 +252,14 @@ def test_the_order_of_parts_is_the_order_of_calls() -> None:
     b.add_file("text/plain", "file:///x")
     b.add_text_delta("end")
     assert [p.type for p in b.build().parts] == ["reasoning", "text", "reasoning", "file", "text"]
+
+
+def test_build_is_a_look_and_finish_still_sends_the_closing_frames() -> None:
+    b = _builder()
+    b.add_text_delta("Hello")
+    built = b.build()
+    assert built.parts[0].time.end is not None  # type: ignore[union-attr]
+    assert not b.done  # nothing ended: the builder stays open
+    frames = b.finish()
+    assert _types(frames)[-2:] == ["part_complete", "message_complete"]
+    assert b.build() == frames[-1].message  # type: ignore[union-attr]

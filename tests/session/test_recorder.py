@@ -251,3 +251,22 @@ async def test_an_abort_while_the_message_is_being_made_ends_it(
     answer = (await runtime.store.list_messages(session_id))[1]
     assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
     assert not runtime.loop.is_busy(session_id)
+
+
+async def test_building_the_message_mid_recording_loses_nothing(runtime: Runtime) -> None:
+    """`msg.builder.build()` inside the block is a look, not an end: the recording still
+    finishes and stores the message (completion, tokens, cost, finish)."""
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="look") as msg:
+        await msg.start_step()
+        await msg.add_text_delta("half")
+        peek = msg.builder.build()
+        assert [p.type for p in peek.parts] == ["step-start", "text"]
+        await msg.add_text_delta(" and the rest")
+        await msg.finish_step({"input": 3, "output": 4}, cost=0.5)
+    answer = (await runtime.store.list_messages(session_id))[1]
+    info = answer.info
+    assert isinstance(info, AssistantMessage)
+    assert info.time.completed is not None and info.finish == "stop" and info.error is None
+    assert info.tokens.output == 4 and info.cost == pytest.approx(0.5)
+    assert answer.parts[1].text == "half and the rest"  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
+from copy import deepcopy
 from typing import Any
 
 from partwire import ids
@@ -336,10 +337,14 @@ class StreamingMessageBuilder:
         return self._end(error, ABORTED_TOOL if aborted else message)
 
     def build(self) -> BuiltMessage:
-        """The finished message (finishing it first if it is still open)."""
-        if not self._done:
-            self.finish()
-        return self._message()
+        """The message as finished. It changes nothing: a message still open is finished on
+        a copy, so the builder stays open for its owner (a recording writes what its own
+        ``finish`` returns) and no frame is lost to a caller that never called ``finish``."""
+        if self._done:
+            return self._message()
+        copy = deepcopy(self)
+        copy.finish()
+        return copy._message()
 
     def _end(self, error: MessageError | None, tool_error: str) -> list[Frame]:
         frames = self._begin() + self._close_stream()

@@ -19,7 +19,8 @@ from starlette.responses import JSONResponse
 from partwire import keys
 from partwire.config import load_settings
 from partwire.errors import PartwireError
-from partwire.providers.registry import load_builtin_providers, resolve_model
+from partwire.providers.builtin import load_builtin_providers
+from partwire.providers.registry import resolve_model
 from partwire.providers.stream import ModelRequest, UserTurn
 from partwire.server.runner import serve_in_background
 from tests.providers.test_openai_e2e import serve_app

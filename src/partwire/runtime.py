@@ -25,7 +25,8 @@ from partwire.editor import EditorFiles
 from partwire.errors import BadRequestError, TooManyRequestsError
 from partwire.permission import Permissions
 from partwire.private import private_dir
-from partwire.providers.registry import Closer, load_builtin_providers
+from partwire.providers.builtin import load_builtin_providers
+from partwire.providers.registry import Closer
 from partwire.question import Questions
 from partwire.quotas import Quotas
 from partwire.schema.event import Event, InstanceDisposedProps, ServerInstanceDisposed
@@ -40,6 +41,7 @@ from partwire.session.status import StatusTracker
 from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
 from partwire.storage import lock
+from partwire.storage.base import Store
 from partwire.storage.sqlite import SqliteStore
 from partwire.terminals import Terminals
 from partwire.tools.registry import load_builtin_tools
@@ -93,7 +95,7 @@ def _server_id(data_dir: Path) -> str:
         return made
 
 
-def _store(settings: Settings, bus: Bus) -> SqliteStore:
+def _store(settings: Settings, bus: Bus) -> Store:
     if settings.database_url:
         from partwire.storage.postgres import PostgresStore
 
@@ -125,7 +127,7 @@ _LISTED = (
 class Runtime:
     settings: Settings
     bus: Bus
-    store: SqliteStore
+    store: Store
     status: StatusTracker
     permissions: Permissions
     questions: Questions

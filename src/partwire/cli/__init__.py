@@ -12,10 +12,11 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 
-from partwire import __version__, logs
+from partwire import logs
 from partwire.config import DEFAULT_HOST, DEFAULT_PORT, Settings, load_settings
 from partwire.errors import ConfigError, PartwireError
 from partwire.logs import LEVELS
+from partwire.version import __version__
 
 
 def _logging_options() -> argparse.ArgumentParser:

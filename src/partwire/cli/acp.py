@@ -55,7 +55,7 @@ from acp.schema import (
 )
 from rich.console import Console
 
-from partwire import __version__, ids
+from partwire import ids
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
 from partwire.protocol.acp import ACP_EVENTS, AcpUpdates, stored_updates, text
@@ -64,6 +64,7 @@ from partwire.schema.message import AssistantMessage
 from partwire.schema.part import ToolPart
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
 from partwire.schema.tool_state import ToolStateCompleted
+from partwire.version import __version__
 
 PERMISSION_OPTIONS = [
     PermissionOption(option_id="once", name="Allow once", kind="allow_once"),

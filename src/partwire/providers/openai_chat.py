@@ -29,7 +29,6 @@ from typing import Any
 
 import httpx2
 
-from partwire import __version__
 from partwire.config import ModelConfig, ProviderConfig
 from partwire.errors import ProviderError
 from partwire.providers.catalog import cost, facts
@@ -50,6 +49,7 @@ from partwire.providers.stream import (
     UserTurn,
 )
 from partwire.providers.transport import BODY_EXTENSION, provider_http_client
+from partwire.version import __version__
 
 REASONING_PROVIDER = "openai"  # what a reasoning part's metadata names as its source
 _ERROR_BODY_MAX = 64 * 1024

@@ -60,15 +60,3 @@ def parse_model_ref(ref: str) -> tuple[str, str]:
     if not sep or not provider_id or not model_id:
         raise BadRequestError(f"Model {ref!r} must look like provider/model, e.g. demo/demo")
     return provider_id, model_id
-
-
-def load_builtin_providers(settings: Settings | None = None) -> list[Closer]:
-    """Register the demo model and the configured providers; returns what to close at exit."""
-    from partwire.providers import demo
-
-    demo.register()
-    if settings is None or not settings.providers:
-        return []
-    from partwire.providers import configured  # the SDKs load only when a provider is set up
-
-    return [client.close for client in configured.register(settings)]

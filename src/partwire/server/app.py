@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from partwire import __version__
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, hub, openapi, sse, ui
@@ -42,6 +41,7 @@ from partwire.server.routes import (
 from partwire.server.routes import (
     app as app_routes,
 )
+from partwire.version import __version__
 
 
 def _protect(app: FastAPI, settings: Settings) -> None:

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from partwire import __version__
 from partwire.config import Settings
 from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
+from partwire.version import __version__
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from partwire import __version__, ids
+from partwire import ids
 from partwire.config import Settings
 from partwire.errors import BadRequestError, IdConflictError, NotFoundError, SessionBusyError
 from partwire.providers.registry import refuse_variant, resolve_model
@@ -32,6 +32,7 @@ from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
 from partwire.session.revert import check_patch_files
 from partwire.storage.base import Store
+from partwire.version import __version__
 
 _ADJECTIVES = ("brave", "calm", "eager", "gentle", "lucky", "neon", "quiet", "swift", "wild")
 _NOUNS = ("comet", "falcon", "harbor", "lantern", "meadow", "otter", "sailor", "willow")

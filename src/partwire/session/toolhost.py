@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from partwire.config import Settings, user_config_dir
 from partwire.editor import EditorFiles
@@ -19,8 +19,21 @@ from partwire.skills import Skill, discover
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, TodoAccess, ToolContext
 
-if TYPE_CHECKING:
-    from partwire.session.subtask import SubtaskRunner
+
+class ChildRuns(Protocol):
+    """What the task tool's sub-agent runs need (session/subtask.py's SubtaskRunner); a
+    protocol, so this module imports nothing that imports it back."""
+
+    async def run(
+        self,
+        *,
+        parent_id: str,
+        model: ModelRef,
+        agent: str,
+        description: str,
+        prompt: str,
+        progress: MetadataUpdate,
+    ) -> tuple[str, str]: ...
 
 
 @dataclass
@@ -64,7 +77,7 @@ class ToolHost:
     questions: Questions
     settings: Settings
     editor: EditorFiles | None = None
-    subtasks: SubtaskRunner | None = None
+    subtasks: ChildRuns | None = None
 
     async def skills(self) -> list[Skill]:
         """The skills of this project (and the user's), read from disk each time."""

@@ -189,4 +189,5 @@ class Tool(Generic[A]):
 
     async def run(self, raw: dict[str, Any], ctx: ToolContext) -> ToolResult:
         result = await self.execute(self.parse(raw), ctx)
-        return await asyncio.to_thread(truncate, result, ctx)  # a huge output is cut off the loop
+        # a huge output is cut off the loop
+        return await asyncio.to_thread(truncate, result, ctx.output_dir, ctx.call_id)

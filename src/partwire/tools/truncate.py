@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from partwire.tools.base import ToolContext, ToolResult
+
+class _Result(Protocol):
+    """What a tool's result holds that truncation reads (tools.base.ToolResult)."""
+
+    @property
+    def output(self) -> str: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Result)
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -49,17 +58,18 @@ def _size(text: str) -> int:
     return sum(len(text[i : i + _CHUNK].encode()) for i in range(0, len(text), _CHUNK))
 
 
-def truncate(result: ToolResult, ctx: ToolContext) -> ToolResult:
-    """The result itself when small enough; otherwise its head and a note on where the rest is.
-    Runs on a worker thread: it works in slices so the event loop keeps its turns."""
+def truncate(result: R, output_dir: Path | None, call_id: str) -> R:
+    """The result itself when small enough; otherwise its head and a note on where the rest
+    is (``output_dir``/``call_id``.txt). Runs on a worker thread: it works in slices so the
+    event loop keeps its turns."""
     output = result.output
     if _fits(output):
         return result
     head = _head(output)
     where = "it was not kept"
-    if ctx.output_dir is not None:
-        ctx.output_dir.mkdir(parents=True, exist_ok=True)
-        path = ctx.output_dir / f"{ctx.call_id}.txt"
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        path = output_dir / f"{call_id}.txt"
         _keep(path, output)
         where = f"the full output is in {path}"
     note = (
@@ -67,4 +77,4 @@ def truncate(result: ToolResult, ctx: ToolContext) -> ToolResult:
         f"{where}. Use grep, or read with offset/limit, to see the rest.]"
     )
     metadata = {**result.metadata, "truncated": True}
-    return replace(result, output=head + note, metadata=metadata)
+    return replace(result, output=head + note, metadata=metadata)  # type: ignore[type-var]

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import Field
 
-from partwire import __version__
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.schema.base import WireModel
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2_sessions import durable_history
+from partwire.version import __version__
 
 router = APIRouter(tags=["experimental"])
 NO_WORKSPACES = "partwire has no workspace adapters: it serves local directories only"

@@ -6,6 +6,7 @@ and what to do; nothing here changes a database it finds wrong.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from pathlib import Path
@@ -25,6 +26,11 @@ def explain(path: Path, exc: BaseException) -> StorageError:
         advice = (
             f"it is damaged ({text}). Move it away and restore a backup "
             "(`partwire db backup PATH` makes one; migrations leave `*.bak-v*` copies)"
+        )
+    elif isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        advice = (
+            "it is locked by another process, which held its write lock longer than 5 s "
+            "(an sqlite3 shell or a backup tool?): let it go, then retry"
         )
     elif isinstance(exc, sqlite3.DatabaseError) and "readonly" in text:
         advice = "it is read-only: fix its permissions or set PARTWIRE_DATA_DIR elsewhere"
@@ -57,13 +63,43 @@ def keep_reserve(conn: sqlite3.Connection) -> None:
             raise
 
 
+# ... and a file beside it: freeing pages inside the database frees no disk, and a full
+# file system refuses the WAL the ending writes append to. Deleting this file does.
+RESERVE_FILE_BYTES = 1024 * 1024
+RESERVE_FILE_SUFFIX = "-reserve"
+
+
+def reserve_file(path: Path) -> Path:
+    return path.with_name(path.name + RESERVE_FILE_SUFFIX)
+
+
+def keep_reserve_file(path: Path) -> None:
+    """Write the reserve file beside the database (skipped quietly when there is no room)."""
+    target = reserve_file(path)
+    if target.exists():
+        return
+    try:
+        with target.open("wb") as out:
+            out.write(b"\0" * RESERVE_FILE_BYTES)
+    except OSError:
+        target.unlink(missing_ok=True)
+
+
 def release_reserve(conn: sqlite3.Connection) -> bool:
-    """Free the reserve's pages for the writes that follow; False when it is gone."""
+    """Free the reserve for the writes that follow: its pages in the database and its file
+    on the disk; False when both are gone."""
+    released = False
+    with contextlib.suppress(sqlite3.Error, OSError, IndexError, TypeError):
+        database = conn.execute("PRAGMA database_list").fetchone()[2]
+        if database:
+            found = reserve_file(Path(database))
+            released = found.exists()
+            found.unlink(missing_ok=True)
     try:
         with conn:
-            return conn.execute("DELETE FROM meta WHERE key = 'reserve'").rowcount > 0
+            return conn.execute("DELETE FROM meta WHERE key = 'reserve'").rowcount > 0 or released
     except sqlite3.OperationalError:
-        return False
+        return released
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

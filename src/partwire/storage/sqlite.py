@@ -33,6 +33,7 @@ from partwire.storage.health import (
     backup,
     explain,
     keep_reserve,
+    keep_reserve_file,
     migration_backup_path,
     problems,
     refuse_newer,
@@ -151,6 +152,7 @@ class SqliteStore:
         migrate(conn)
         _use_small_pages(conn)
         keep_reserve(conn)
+        keep_reserve_file(self.path)
         epoch = int(conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0])
         last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0]
         return epoch, recover(conn, epoch, int(last))

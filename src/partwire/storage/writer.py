@@ -418,7 +418,15 @@ class Writer:
         try:
             with conn:
                 self._apply(conn, ctx, batch)
-        except Exception:
+        except Exception as exc:
+            if _locked(exc):  # each write alone would wait the busy timeout again
+                log.error("batch of %d writes failed: %s", len(batch), exc)
+                self._finish(
+                    WriteContext(conn, self.epoch, self.last_seq),
+                    batch,
+                    [(write, exc) for write in batch],
+                )
+                return
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
             self._commit_one_by_one(conn, batch)
             return
@@ -459,6 +467,12 @@ class Writer:
         self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)
+
+
+def _locked(exc: BaseException) -> bool:
+    """Another connection held the write lock past the busy timeout."""
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def _pages(events: list[Event]) -> int:

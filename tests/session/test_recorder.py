@@ -17,10 +17,18 @@ from partwire.errors import (
     RejectedError,
     SessionBusyError,
 )
+from partwire.providers.stream import (
+    StartStep,
+    StreamStart,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputStart,
+)
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.session.recorder import Recording
+from tests.scripted import ScriptedModel, finish, text_reply
 from tests.session.helpers import new_session, prompt_body
 
 
@@ -270,3 +278,42 @@ async def test_building_the_message_mid_recording_loses_nothing(runtime: Runtime
     assert info.time.completed is not None and info.finish == "stop" and info.error is None
     assert info.tokens.output == 4 and info.cost == pytest.approx(0.5)
     assert answer.parts[1].text == "half and the rest"  # type: ignore[union-attr]
+
+
+ARGS = '{"content": "' + "x" * 100_000 + '"}'
+
+
+async def _log_bytes(runtime: Runtime, session_id: str) -> int:
+    return sum(len(e.json) for e in await runtime.store.events_after(None) if session_id in e.json)
+
+
+async def test_streamed_arguments_cost_bytes_linear_in_their_length(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    """100 KB of arguments in 1,000 deltas: the log grows by a few times their size, not by
+    a copy of all of them per delta (50 MB before), through the recorder and our loop."""
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="write") as msg:
+        await msg.start_tool_call("call_1", "write")
+        for start in range(0, len(ARGS), 100):
+            await msg.add_tool_args_delta("call_1", ARGS[start : start + 100])
+        await msg.add_tool_call("call_1", "write", ARGS)
+        await msg.add_tool_result("call_1", "ok")
+    recorded = await _log_bytes(runtime, session_id)
+    assert recorded < 10 * len(ARGS), recorded
+
+    chunks = [ARGS[start : start + 100] for start in range(0, len(ARGS), 100)]
+    model.enqueue(
+        [
+            StreamStart(),
+            StartStep(),
+            ToolInputStart("call_2", "todoread"),
+            *(ToolInputDelta("call_2", chunk) for chunk in chunks),
+            ToolCall("call_2", "todoread", ARGS),
+            *finish("tool-calls"),
+        ],
+        text_reply("done"),
+    )
+    ours = await new_session(runtime)
+    await runtime.loop.prompt(ours, prompt_body("go"))
+    assert await _log_bytes(runtime, ours) < 10 * len(ARGS)

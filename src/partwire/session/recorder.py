@@ -54,6 +54,7 @@ from partwire.session.builder import StreamingMessageBuilder, now_ms
 from partwire.session.processor import flush_due
 from partwire.session.prompt import shorten_title, touch_session
 from partwire.session.status import StatusTracker
+from partwire.session.toolcalls import args_update_due
 from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
 
@@ -85,6 +86,8 @@ class Recording:
         self.aborted = False
         self._lock = asyncio.Lock()
         self._pending_chars: dict[int, int] = {}
+        self._args_chars: dict[int, int] = {}  # streamed arguments, by part index
+        self._args_shown: dict[int, int] = {}  # … and how much of them is in the part
         self._flushed_chars: dict[int, int] = {}
 
     @property
@@ -244,7 +247,12 @@ class Recording:
     async def _delta(self, frame: PartDelta) -> None:
         index = frame.part_index
         if frame.args_delta is not None:
-            await self._save(self.builder.part(index))
+            total = self._args_chars.get(index, 0) + len(frame.args_delta)
+            self._args_chars[index] = total
+            shown = self._args_shown.get(index, 0)
+            if args_update_due(total - shown, shown):  # linear bytes, as the processor's
+                self._args_shown[index] = total
+                await self._save(self.builder.part(index))
             return
         assert frame.delta is not None
         # the part as stored, without its text: joining the text so far on every delta

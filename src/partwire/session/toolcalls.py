@@ -42,6 +42,19 @@ ContextFactory = Callable[[str, MetadataUpdate, asyncio.Event], ToolContext]
 SavePart = Callable[[Part], Awaitable[None]]
 
 
+ARGS_EVERY_DELTA_CHARS = 4096
+
+
+def args_update_due(pending_chars: int, shown_chars: int) -> bool:
+    """Whether a call's streaming arguments should be written and published now. Every
+    delta while they are short; past that, once what is new is a quarter of what is
+    shown, so the bytes written for a call stay linear in its arguments' length (each
+    update holds all of them)."""
+    return shown_chars + pending_chars <= ARGS_EVERY_DELTA_CHARS or (
+        pending_chars * 4 >= shown_chars
+    )
+
+
 def _now() -> int:
     return int(time.time() * 1000)
 
@@ -68,6 +81,9 @@ class ToolCalls:
         self.recent = recent
         self.abort = abort
         self.parts: dict[str, ToolPart] = {}
+        # arguments streamed but not yet in their part (see args_update_due)
+        self._raw: dict[str, list[str]] = {}
+        self._raw_chars: dict[str, int] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.blocked = False
 
@@ -87,7 +103,13 @@ class ToolCalls:
         part = self.parts.get(call_id)
         if part is None or not isinstance(part.state, ToolStatePending):
             return
-        await self._set_state(call_id, ToolStatePending(input={}, raw=part.state.raw + delta))
+        chunks = self._raw.setdefault(call_id, [part.state.raw] if part.state.raw else [])
+        chunks.append(delta)
+        self._raw_chars[call_id] = self._raw_chars.get(call_id, len(part.state.raw)) + len(delta)
+        if args_update_due(self._raw_chars[call_id] - len(part.state.raw), len(part.state.raw)):
+            raw = "".join(chunks)
+            self._raw[call_id] = [raw]
+            await self._set_state(call_id, ToolStatePending(input={}, raw=raw))
 
     async def call(self, call_id: str, tool_name: str, raw: str) -> None:
         """The model finished the call: parse its input and start the tool."""

@@ -17,6 +17,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from partwire.clock import now_ms
 from partwire.schema.base import Tokens
 from partwire.schema.event import (
     Event,
@@ -378,7 +379,7 @@ class JsonLines(Renderer):
         self.live = False
 
     def _line(self, kind: str, **fields: Any) -> None:
-        record = {"type": kind, "timestamp": int(time.time() * 1000)}
+        record = {"type": kind, "timestamp": now_ms()}
         record["sessionID"] = self.session_id
         self.stream.write(json.dumps({**record, **fields}, ensure_ascii=False) + "\n")
         self.stream.flush()

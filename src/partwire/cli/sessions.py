@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import time
-
 from rich.console import Console
 from rich.table import Table
 
+from partwire import clock
 from partwire.cli.run import connected
 from partwire.config import Settings
 
 
 def ago(updated_ms: int, now_ms: int | None = None) -> str:
     """A short relative time: "just now", "5 min ago", "3 h ago", "2 d ago"."""
-    seconds = max(0, ((now_ms or int(time.time() * 1000)) - updated_ms) // 1000)
+    seconds = max(0, ((now_ms or clock.now_ms()) - updated_ms) // 1000)
     if seconds < 60:
         return "just now"
     if seconds < 3600:

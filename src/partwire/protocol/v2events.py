@@ -20,10 +20,10 @@ Deltas are not durable: the live ``/api/event`` stream carries them.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from partwire.clock import now_ms
 from partwire.protocol.v2messages import tokens_v2
 from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, UserMessage
@@ -109,7 +109,7 @@ class DurableEvents:
             return []
         key = "textID" if kind == "text" else "reasoningID"
         data = {"assistantMessageID": props.message_id, key: props.part_id, "delta": props.delta}
-        return [(f"{kind}.delta", {**data, "_time": int(time.time() * 1000)})]
+        return [(f"{kind}.delta", {**data, "_time": now_ms()})]
 
     # ---- messages ----------------------------------------------------------------------
 

@@ -75,6 +75,10 @@ MessageError = Annotated[
 ]
 
 
+# What a stopped run's open tool calls and its message say (a user pressed Stop).
+ABORTED_TOOL = "Tool execution aborted"
+ABORTED_MESSAGE = "The session was aborted."
+
 # What a run the server's own stop or restart ended says (not a Stop a user pressed).
 RESTART_INTERRUPTED = "Interrupted by a server restart: the server stopped before this finished."
 TOOL_RESTART_INTERRUPTED = (
@@ -83,7 +87,7 @@ TOOL_RESTART_INTERRUPTED = (
 )
 
 
-def aborted_error(message: str = "The session was aborted.") -> MessageAbortedError:
+def aborted_error(message: str = ABORTED_MESSAGE) -> MessageAbortedError:
     return MessageAbortedError(data=MessageData(message=message))
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from typing import Any
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.errors import BuilderError
 from partwire.schema.base import Tokens
 from partwire.schema.frames import (
@@ -32,7 +32,7 @@ from partwire.schema.frames import (
     Role,
     content_of,
 )
-from partwire.schema.message import MessageError, aborted_error, unknown_error
+from partwire.schema.message import ABORTED_TOOL, MessageError, aborted_error, unknown_error
 from partwire.schema.part import (
     FilePart,
     Part,
@@ -53,11 +53,6 @@ from partwire.schema.tool_state import (
 )
 
 UNFINISHED_TOOL = "The message ended before this tool call returned a result"
-ABORTED_TOOL = "Tool execution aborted"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class StreamingMessageBuilder:

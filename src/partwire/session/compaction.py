@@ -10,9 +10,8 @@ pruned (``time.compacted`` is set and the model sees a placeholder).
 
 from __future__ import annotations
 
-import time
-
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.providers.base import LanguageModel
 from partwire.schema.event import MessagePartUpdated, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
@@ -118,7 +117,7 @@ async def prune(store: Store, history: list[MessageWithParts]) -> int:
     )
     if freed < PRUNE_MINIMUM:
         return 0
-    now = int(time.time() * 1000)
+    now = now_ms()
     for part in candidates:
         assert isinstance(part.state, ToolStateCompleted)
         state = part.state.model_copy(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.config import Settings
 from partwire.errors import BadRequestError, NotFoundError, SessionBusyError
 from partwire.providers.base import LanguageModel
@@ -51,7 +52,7 @@ from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
 from partwire.session.ownership import Ownership
-from partwire.session.processor import Processor, message_event, now_ms
+from partwire.session.processor import Processor, message_event
 from partwire.session.prompt import (
     UNTITLED_PREFIX,
     prompt_words,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.errors import ProviderError, StorageError
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest
@@ -74,10 +74,6 @@ RETRY_MAX_S = 30.0
 # the loop over every this many events lets commits be published and SSE written meanwhile
 # (else the first delta of a burst waits for hundreds behind it).
 YIELD_EVERY = 32
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def flush_due(pending_chars: int, flushed_chars: int) -> bool:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.errors import IdConflictError
 from partwire.schema.event import (
     MessageInfo,
@@ -118,7 +118,7 @@ async def store_user_message(
     message = UserMessage(
         id=body.message_id or ids.message_id(),
         session_id=session.id,
-        time=UserTime(created=int(time.time() * 1000)),
+        time=UserTime(created=now_ms()),
         agent=agent,
         model=model,
         system=body.system,
@@ -157,9 +157,7 @@ async def refuse_taken_ids(
 
 async def touch_session(store: Store, session: Session, title: str | None = None) -> Session:
     """Bump time.updated; give an untitled session the first prompt as its title."""
-    update: dict[str, object] = {
-        "time": session.time.model_copy(update={"updated": int(time.time() * 1000)})
-    }
+    update: dict[str, object] = {"time": session.time.model_copy(update={"updated": now_ms()})}
     if title and session.title.startswith(UNTITLED_PREFIX):
         update["title"] = title
     updated = session.model_copy(update=update)
@@ -173,9 +171,7 @@ async def store_compaction_request(
     store: Store, session: Session, user: UserMessage, *, auto: bool, overflow: bool
 ) -> UserMessage:
     """A user message holding a compaction part: the loop answers it with a summary."""
-    message = user.model_copy(
-        update={"id": ids.message_id(), "time": UserTime(created=int(time.time() * 1000))}
-    )
+    message = user.model_copy(update={"id": ids.message_id(), "time": UserTime(created=now_ms())})
     await store.put_message(
         message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
     )
@@ -187,9 +183,7 @@ async def store_compaction_request(
 
 async def store_synthetic_text(store: Store, user: UserMessage, text: str) -> UserMessage:
     """A user message the loop writes itself (e.g. "continue" after an automatic compaction)."""
-    message = user.model_copy(
-        update={"id": ids.message_id(), "time": UserTime(created=int(time.time() * 1000))}
-    )
+    message = user.model_copy(update={"id": ids.message_id(), "time": UserTime(created=now_ms())})
     await store.put_message(
         message, [MessageUpdated(MessageInfo(session_id=user.session_id, info=message))]
     )

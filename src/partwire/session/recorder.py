@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.errors import AbortedError, BadRequestError, RejectedError
 from partwire.schema.base import Tokens
 from partwire.schema.event import (
@@ -39,6 +40,7 @@ from partwire.schema.frames import (
     PartUpdate,
 )
 from partwire.schema.message import (
+    ABORTED_MESSAGE,
     AssistantMessage,
     AssistantTime,
     Message,
@@ -50,7 +52,7 @@ from partwire.schema.part import ModelRef, Part
 from partwire.schema.permission import QuestionInfo, ToolRef
 from partwire.schema.session import Session
 from partwire.session.agents import DEFAULT_AGENT, get_agent
-from partwire.session.builder import StreamingMessageBuilder, now_ms
+from partwire.session.builder import StreamingMessageBuilder
 from partwire.session.processor import flush_due
 from partwire.session.prompt import shorten_title, touch_session
 from partwire.session.status import StatusTracker
@@ -59,7 +61,6 @@ from partwire.session.toolhost import ToolHost
 from partwire.storage.base import Store
 
 EXTERNAL = "external"
-ABORTED = "The session was aborted."
 
 OnAbort = Callable[[], Awaitable[None]]
 Claim = Callable[[str, OnAbort], object]
@@ -295,7 +296,7 @@ class Recording:
     async def _abort(self) -> None:
         """The session was aborted (by a user, or at shutdown): end the message now."""
         async with self._lock:
-            await self._fail(ABORTED, aborted=True)
+            await self._fail(ABORTED_MESSAGE, aborted=True)
             self.aborted = True
 
 
@@ -338,11 +339,11 @@ class Recorder:
             yield recording
         except (AbortedError, RejectedError):
             if not recording.aborted:  # not our abort: the loop gave up
-                await self._end(recording, ABORTED, aborted=True)
+                await self._end(recording, ABORTED_MESSAGE, aborted=True)
                 raise
             # the session was aborted: the block ended because its calls were refused
         except asyncio.CancelledError:
-            await asyncio.shield(self._end(recording, ABORTED, aborted=True))
+            await asyncio.shield(self._end(recording, ABORTED_MESSAGE, aborted=True))
             raise
         except BaseException as exc:
             await self._end(recording, f"{type(exc).__name__}: {exc}", aborted=False)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.config import Settings
 from partwire.errors import BadRequestError, IdConflictError, NotFoundError, SessionBusyError
 from partwire.providers.registry import refuse_variant, resolve_model
@@ -92,7 +92,7 @@ class Sessions:
             refuse_variant(
                 body.model.provider_id, body.model.id, body.model.variant, "model.variant"
             )
-        now = int(time.time() * 1000)
+        now = now_ms()
         directory = str(self.settings.project_dir)
         stamp = datetime.fromtimestamp(now / 1000, UTC).isoformat(timespec="seconds")
         session = Session(
@@ -215,7 +215,7 @@ class Sessions:
             update["metadata"] = body.metadata
         if body.permission is not None:
             update["permission"] = body.permission
-        stamp = {"updated": int(time.time() * 1000)}
+        stamp = {"updated": now_ms()}
         if body.time is not None and body.time.archived is not None:
             stamp["archived"] = int(body.time.archived)
         update["time"] = session.time.model_copy(update=stamp)
@@ -230,7 +230,7 @@ class Sessions:
     ) -> Session:
         """Set the agent or the model the session's next prompts use (opencode v2)."""
         session = await self.store.get_session(session_id)
-        stamp = {"updated": int(time.time() * 1000)}
+        stamp = {"updated": now_ms()}
         update: dict[str, object] = {"time": session.time.model_copy(update=stamp)}
         if agent is not None:
             get_agent(agent)
@@ -250,7 +250,7 @@ class Sessions:
         session = await self.store.get_session(session_id)
         if self.loop.is_busy(session_id):
             raise SessionBusyError(session_id)
-        stamp = {"updated": int(time.time() * 1000)}
+        stamp = {"updated": now_ms()}
         updated = session.model_copy(
             update={
                 "directory": str(directory),

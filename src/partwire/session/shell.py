@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from partwire import ids
+from partwire.clock import now_ms as _now
 from partwire.schema.event import MessageInfo, MessagePartUpdated, MessageUpdated, PartUpdatedProps
 from partwire.schema.message import (
     AssistantMessage,
@@ -25,10 +25,6 @@ from partwire.tools import bash
 from partwire.tools.base import ToolContext
 
 USER_NOTE = "The following tool was executed by the user"
-
-
-def _now() -> int:
-    return int(time.time() * 1000)
 
 
 async def _save_message(store: Store, message: Message) -> None:

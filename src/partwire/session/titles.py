@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 
+from partwire.clock import now_ms
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest, StreamError, TextDelta, UserTurn
 from partwire.schema.event import SessionInfo, SessionUpdated
@@ -94,7 +94,7 @@ class Titler:
         session = await self.store.get_session(session_id)
         if session.title != placeholder:
             return  # renamed meanwhile: the user's title wins
-        stamp = session.time.model_copy(update={"updated": int(time.time() * 1000)})
+        stamp = session.time.model_copy(update={"updated": now_ms()})
         updated = session.model_copy(update={"title": title, "time": stamp})
         await self.store.put_session(
             updated, [SessionUpdated(SessionInfo(session_id=session_id, info=updated))]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from partwire.clock import now_ms as _now
 from partwire.errors import AbortedError, RejectedError, ToolError
-from partwire.schema.message import TOOL_RESTART_INTERRUPTED
+from partwire.schema.message import ABORTED_TOOL, TOOL_RESTART_INTERRUPTED
 from partwire.schema.part import FilePart, Part, ToolPart
 from partwire.schema.tool_state import (
     FinishedTime,
@@ -29,7 +29,6 @@ from partwire.schema.tool_state import (
 )
 from partwire.tools.base import MetadataUpdate, Tool, ToolContext, ToolResult
 
-ABORTED_TOOL = "Tool execution aborted"
 DOOM_LOOP_THRESHOLD = 3
 _CLOSE_REASONS = {
     "aborted": ABORTED_TOOL,
@@ -53,10 +52,6 @@ def args_update_due(pending_chars: int, shown_chars: int) -> bool:
     return shown_chars + pending_chars <= ARGS_EVERY_DELTA_CHARS or (
         pending_chars * 4 >= shown_chars
     )
-
-
-def _now() -> int:
-    return int(time.time() * 1000)
 
 
 def _error(args: dict[str, Any], message: str, started: int) -> ToolStateError:

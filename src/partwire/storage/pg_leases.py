@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
+from partwire.clock import now_ms
 from partwire.storage.connection import Conn, Cursor
 from partwire.storage.pg_connection import PgConnection, connect
 
@@ -21,7 +21,7 @@ LEASE_S = 6.0  # renewed every LEASE_S / 3 while held: a dead server's sessions 
 
 
 def _ms() -> int:
-    return int(time.time() * 1000)
+    return now_ms()
 
 
 def others_live_leases(conn: Conn, server_id: str) -> list[str]:

@@ -19,12 +19,12 @@ import functools
 import json
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.bus import Bus
+from partwire.clock import now_ms
 from partwire.errors import StorageError
 from partwire.schema.event import Event, parse_logged
 from partwire.storage.connection import Conn
@@ -279,7 +279,7 @@ class PostgresStore(SqliteStore):
         server to read, then cleared by later sends)."""
         if len(payload.encode()) <= NOTIFY_PAYLOAD_BYTES:
             return payload
-        now = int(time.time() * 1000)
+        now = now_ms()
         row_id = secrets.token_hex(12)
         conn.execute("DELETE FROM server_command WHERE created_ms < ?", (now - COMMAND_ROW_MS,))
         conn.execute("INSERT INTO server_command VALUES (?, ?, ?)", (row_id, payload, now))

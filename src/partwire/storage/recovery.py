@@ -12,8 +12,8 @@ so a client that resumes with Last-Event-ID converges with nothing special.
 from __future__ import annotations
 
 import json
-import time
 
+from partwire.clock import now_ms as _now
 from partwire.schema.event import (
     Draft,
     MessagePartUpdated,
@@ -43,10 +43,6 @@ from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
 from partwire.storage.writer import Write, WriteContext
-
-
-def _now() -> int:
-    return int(time.time() * 1000)
 
 
 def _close_part(part: Part, now: int) -> Part | None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Request, Response
 
+from partwire.clock import now_ms
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.runtime import Runtime
 from partwire.schema.event import (
@@ -68,7 +67,7 @@ async def update_part(
         raise BadRequestError(f"Not a valid part: {exc}") from None
     session = await runtime.store.get_session(sessionID)
     part = check_patch_files(part, runtime.project_of(session).settings.project_dir)
-    props = PartUpdatedProps(session_id=sessionID, part=part, time=int(time.time() * 1000))
+    props = PartUpdatedProps(session_id=sessionID, part=part, time=now_ms())
     await runtime.store.put_part(part, [MessagePartUpdated(props)])
     return wire(part)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -21,6 +20,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from partwire import ids
+from partwire.clock import now_ms
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents
 from partwire.protocol.v2messages import context_messages, tokens_v2, v2_messages
@@ -228,7 +228,7 @@ async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Re
         "sessionID": sessionID,
         "prompt": payload.prompt.wire(),
         "delivery": payload.delivery,
-        "timeCreated": int(time.time() * 1000),
+        "timeCreated": now_ms(),
     }
     for attached in admitted["prompt"].get("files", []):
         name = attached.get("name") or attached["uri"].rsplit("/", 1)[-1]

@@ -418,13 +418,15 @@ class Runtime:
         self.bus.publish(ServerInstanceDisposed(props).with_id(ids.event_id()))
         self.bus.close()
 
-    async def dispose(self, directory: str | Path | None = None) -> None:
+    async def dispose(self, directory: str | Path | None = None, *, reload: bool = True) -> None:
         """Dispose of one directory's instance, as opencode's ``/instance/dispose`` does:
         its runs stop, it is made anew (state, config) on next use, and subscribers get
-        ``server.instance.disposed`` (their streams stay open)."""
+        ``server.instance.disposed`` (their streams stay open). ``reload``: read the
+        configuration files again first (a caller disposing of several does it once)."""
         project = self.project(directory)
         path = project.settings.project_dir
-        await self.reconfigure()  # made anew: with the configuration as the files say now
+        if reload:  # made anew: with the configuration as the files say now
+            await self.reconfigure()
         await project.loop.shutdown()
         await project.terminals.close_all()
         self.projects[path] = self._make_project(path)

@@ -141,6 +141,7 @@ class Snapshots:
         a file is deleted only when the snapshot's own index lists it (git never lists a
         path beyond a symbolic link)."""
         async with self._serial():
+            await self._git("add", "--all", "--", ".")  # the index lists the work tree now
             for name in files:
                 if not await asyncio.to_thread(within_project, self.project_dir, name):
                     log.warning("revert skipped %s: not a path inside the project", name)
@@ -149,7 +150,6 @@ class Snapshots:
                 if present.strip():
                     await self._git("checkout", snapshot, "--", name)
                     continue
-                await self._git("add", "--all", "--", ".")
                 listed = await self._git("ls-files", "--", name, check=False)
                 if listed.splitlines() == [name]:
                     (self.project_dir / name).unlink(missing_ok=True)

@@ -96,8 +96,9 @@ async def shells() -> Response:
 async def dispose_all(request: Request) -> Response:
     """Dispose of every directory's instance (see POST /instance/dispose)."""
     runtime = runtime_of(request)
+    await runtime.reconfigure()
     for directory in list(runtime.projects):
-        await runtime.dispose(directory)
+        await runtime.dispose(directory, reload=False)
     return _json(True)
 
 

@@ -66,6 +66,7 @@ def build(
         return {
             "writer_wchar": _writer_wchar(),
             "peak_rss_kb": _peak_rss_kb(),
+            "cpu_s": time.process_time(),  # every thread of the server process
             "emits": EMITS if emits else {},
         }
 

@@ -14,6 +14,7 @@ For each size: a fresh server process and data dir, one session, the prompt
   commit; paced (``--delay-ms``), each delta is its own commit, which is what a live
   model costs
 - peak RSS of the server process
+- the server process's CPU time (every thread) per 1,000 deltas, from the prompt to idle
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Result:
     kb_per_delta: float
     peak_rss_mb: float
     delay_ms: float = 0
+    cpu_ms_per_1k: float = 0
 
 
 def _free_port() -> int:
@@ -156,6 +158,7 @@ async def measure(
         kb_per_delta=written / words / 1024,
         peak_rss_mb=after["peak_rss_kb"] / 1024,
         delay_ms=delay_ms,
+        cpu_ms_per_1k=(after["cpu_s"] - before["cpu_s"]) * 1000 / words * 1000,
     )
 
 
@@ -178,6 +181,7 @@ def table(results: list[Result], first: str = "long N") -> str:
             "KB/delta",
             "SQLite B/B",
             "peak RSS MB",
+            "CPU ms/1k",
         ),
         *(
             (
@@ -189,6 +193,7 @@ def table(results: list[Result], first: str = "long N") -> str:
                 f"{r.kb_per_delta:.2f}",
                 f"{r.bytes_per_byte:.1f}",
                 f"{r.peak_rss_mb:.1f}",
+                f"{r.cpu_ms_per_1k:.0f}",
             )
             for r in results
         ),

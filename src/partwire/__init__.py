@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from partwire.version import __version__
 
 if TYPE_CHECKING:
+    from partwire.builder import StreamingMessageBuilder
     from partwire.bus import Bus
     from partwire.client.http import PartwireClient
     from partwire.client.reducer import ClientState, reduce
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from partwire.schema.event import Event
     from partwire.server.app import create_app
     from partwire.server.runner import serve_in_background
-    from partwire.session.builder import StreamingMessageBuilder
     from partwire.tools.base import Tool, ToolContext, ToolResult
     from partwire.tools.registry import register_tool
 
@@ -45,7 +45,7 @@ _HOMES = {
     "ProviderError": "partwire.errors",
     "Runtime": "partwire.runtime",
     "Settings": "partwire.config",
-    "StreamingMessageBuilder": "partwire.session.builder",
+    "StreamingMessageBuilder": "partwire.builder",
     "Tool": "partwire.tools.base",
     "ToolContext": "partwire.tools.base",
     "ToolError": "partwire.errors",

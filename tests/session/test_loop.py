@@ -24,7 +24,7 @@ from partwire.runtime import Runtime
 from partwire.schema.event import Event
 from partwire.schema.message import AssistantMessage, AssistantWithParts, UserMessage
 from partwire.schema.part import ReasoningPart, StepFinishPart, TextPart, ToolPart
-from partwire.session import processor as processor_module
+from partwire.session import writer as writer_module
 from partwire.storage.sqlite import SqliteStore
 from tests.scripted import ScriptedModel, finish, text_reply, tool_reply
 from tests.session.helpers import new_session, prompt_body
@@ -279,7 +279,7 @@ async def test_streaming_text_rewrites_its_row_a_logarithmic_number_of_times(
     assert text.text == "".join(words)
     assert len(writes) <= 8, writes  # start, a few doubling flushes, end
     assert sum(writes) <= 3 * len(text.text)
-    assert writes[1] >= processor_module.FLUSH_MIN_CHARS
+    assert writes[1] >= writer_module.FLUSH_MIN_CHARS
 
 
 async def test_finish_step_usage_accumulates_on_the_message(

@@ -13,10 +13,10 @@ from __future__ import annotations
 from partwire import ids
 from partwire.clock import now_ms
 from partwire.providers.base import LanguageModel
-from partwire.schema.event import MessagePartUpdated, PartUpdatedProps
 from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
 from partwire.schema.part import CompactionPart, ToolPart
 from partwire.schema.tool_state import ToolStateCompleted
+from partwire.session.writer import save_part
 from partwire.storage.base import Store
 
 OUTPUT_RESERVE = 20_000  # tokens kept free for the answer
@@ -123,11 +123,7 @@ async def prune(store: Store, history: list[MessageWithParts]) -> int:
         state = part.state.model_copy(
             update={"time": part.state.time.model_copy(update={"compacted": now})}
         )
-        pruned = part.model_copy(update={"state": state})
-        event = MessagePartUpdated(
-            PartUpdatedProps(session_id=pruned.session_id, part=pruned, time=now)
-        )
-        await store.put_part(pruned, [event])
+        await save_part(store, part.model_copy(update={"state": state}), time=now)
     return len(candidates)
 
 

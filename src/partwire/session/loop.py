@@ -52,7 +52,7 @@ from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
 from partwire.session.ownership import Ownership
-from partwire.session.processor import Processor, message_event
+from partwire.session.processor import Processor
 from partwire.session.prompt import (
     UNTITLED_PREFIX,
     prompt_words,
@@ -66,6 +66,7 @@ from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
 from partwire.session.titles import Titler
 from partwire.session.toolhost import ToolHost
+from partwire.session.writer import save_message
 from partwire.skills import system_text
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, ToolContext
@@ -550,7 +551,7 @@ class SessionLoop:
             set_status,
             snapshots,
         )
-        await self.store.put_message(message, [message_event(message)])
+        await save_message(self.store, message)
         run.processor = processor
         step = run.step = asyncio.create_task(processor.run(request))
         if run.aborted:  # abort() came while this step was being set up

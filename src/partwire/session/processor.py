@@ -1,34 +1,27 @@
-"""The processor: one model call's normalized stream → parts, tool runs and a finished message.
+"""The processor: one model call's normalized stream → builder calls, tool runs, a message.
 
-Text and reasoning stream as ``message.part.delta`` events. The part row is
-rewritten only when the part starts, ends, and when the text not yet in the row
-has grown as long as the text already there (a geometric schedule), so the bytes
-written stay linear in the length of the text.
+The processor is one producer among several: it turns the model's stream events into
+calls of the one builder (builder.py) and hands the frames to the one writer
+(session/writer.py), as a recording does for an external loop. What is its own:
+retries with a visible status, mapping failures to named message errors, snapshots and
+patches around each step, token estimates for a step stopped early, and running tools.
+Text deltas take the hot path: ``builder.grow`` and ``writer.text_delta``, no frame
+object per delta.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from partwire import ids
+from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.clock import now_ms
-from partwire.errors import ProviderError, StorageError
+from partwire.errors import BuilderError, ProviderError, StorageError
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest
 from partwire.schema.base import Tokens
-from partwire.schema.event import (
-    Draft,
-    MessagePartUpdated,
-    MessageUpdated,
-    PartDeltaProps,
-    PartUpdatedProps,
-)
-from partwire.schema.event import MessageInfo as MessageInfoProps
 from partwire.schema.message import (
     RESTART_INTERRUPTED,
     AssistantMessage,
@@ -43,26 +36,13 @@ from partwire.schema.message import (
     aborted_error,
     unknown_error,
 )
-from partwire.schema.part import (
-    APIError,
-    APIErrorData,
-    CreatedTime,
-    Part,
-    PatchPart,
-    ReasoningPart,
-    RetryPart,
-    StepFinishPart,
-    StepStartPart,
-    StreamTime,
-    TextPart,
-)
+from partwire.schema.part import APIError, APIErrorData
 from partwire.schema.session import SessionStatus, StatusBusy, StatusRetry
 from partwire.session.compaction import estimate_tokens
 from partwire.session.snapshot import Snapshots
-from partwire.session.toolcalls import ContextFactory, ToolCalls, ToolLookup
+from partwire.session.toolcalls import CLOSE_REASONS, ContextFactory, ToolCalls, ToolLookup
+from partwire.session.writer import MessageWriter
 from partwire.storage.base import Store
-
-FLUSH_MIN_CHARS = 16_384
 
 StatusUpdate = Callable[[SessionStatus], Awaitable[None]]
 log = logging.getLogger(__name__)
@@ -74,27 +54,6 @@ RETRY_MAX_S = 30.0
 # the loop over every this many events lets commits be published and SSE written meanwhile
 # (else the first delta of a burst waits for hundreds behind it).
 YIELD_EVERY = 32
-
-
-def flush_due(pending_chars: int, flushed_chars: int) -> bool:
-    """Whether a streaming part's row should be rewritten now: once the text not yet in it
-    is as long as the text already there (and at least FLUSH_MIN_CHARS)."""
-    return pending_chars >= max(FLUSH_MIN_CHARS, flushed_chars)
-
-
-@dataclass
-class _Streaming:
-    """A text or reasoning part that is receiving deltas."""
-
-    part: TextPart | ReasoningPart
-    chunks: list[str] = field(default_factory=list)
-    flushed_chars: int = 0
-    pending_chars: int = 0
-
-    def text(self) -> str:
-        joined = "".join(self.chunks)
-        self.chunks = [joined]
-        return joined
 
 
 class Processor:
@@ -116,30 +75,34 @@ class Processor:
         self.step_snapshot: str | None = None
         self.patched: list[str] = []
         self.store = store
-        self.message = message
         self.model = model
-        self.streaming: dict[str, _Streaming] = {}
+        self.builder = StreamingMessageBuilder(
+            message.id, "assistant", session_id=message.session_id
+        )
+        self.writer = MessageWriter(store, self.builder, message)
         self.abort = asyncio.Event()
         # what an aborted step is counted as when the model never reported its usage
         self._request_chars = 0
         self._unreported_chars = 0
         self._reported = False
+        self._shortfall: MessageError | None = None  # an answer cut at the output limit
         self.stop_reason: Literal["aborted", "shutdown"] = "aborted"
         self.calls = ToolCalls(
-            base=self._base,
-            save=self._save,
+            builder=self.builder,
+            writer=self.writer,
             lookup=tools,
             make_context=make_context,
             recent=list(recent_calls or []),
             abort=self.abort,
         )
+        b, w = self.builder, self.writer
         self._handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
-            "text-start": self._text_start,
+            "text-start": lambda e: w.write(b.start_text(e.id)),
             "text-delta": self._delta,
-            "text-end": self._stream_end,
-            "reasoning-start": self._reasoning_start,
+            "text-end": lambda e: w.write(b.end_text(e.id, metadata=_metadata(e))),
+            "reasoning-start": lambda e: w.write(b.start_reasoning(e.id)),
             "reasoning-delta": self._delta,
-            "reasoning-end": self._stream_end,
+            "reasoning-end": lambda e: w.write(b.end_reasoning(e.id, metadata=_metadata(e))),
             "tool-input-start": lambda e: self.calls.input_start(e.id, e.tool_name),
             "tool-input-delta": lambda e: self.calls.input_delta(e.id, e.delta),
             "tool-call": lambda e: self.calls.call(e.call_id, e.tool_name, e.input),
@@ -148,6 +111,13 @@ class Processor:
             "finish": self._finish,
             "error": self._error,
         }
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The message as stored: complete once run (or finish_aborted) returned."""
+        info = self.writer.info
+        assert isinstance(info, AssistantMessage)
+        return info
 
     # ---- the run -------------------------------------------------------------------------
 
@@ -166,15 +136,12 @@ class Processor:
             return await self._finish_unstored(exc)
         except ProviderError as exc:
             log.warning("%s/%s failed: %s", *self._model_names(), exc.message)
-            await self._close_open("error")
-            self.message = self.message.model_copy(update={"error": message_error(exc)})
+            return await self._fail(message_error(exc))
         except Exception as exc:  # a bug or a provider that broke its contract
             log.exception("%s/%s broke off", *self._model_names())
-            await self._close_open("error")
-            self.message = self.message.model_copy(
-                update={"error": unknown_error(f"{type(exc).__name__}: {exc}")}
-            )
-        return await self._complete()
+            return await self._fail(unknown_error(f"{type(exc).__name__}: {exc}"))
+        await self.writer.write(self.builder.finish(error=self._shortfall))
+        return self.message
 
     async def _attempts(self, request: ModelRequest) -> None:
         attempt = 0
@@ -208,43 +175,33 @@ class Processor:
 
     async def _retry(self, attempt: int, exc: ProviderError) -> None:
         """Show the failure (a retry part, status retry), wait, then go back to busy."""
-        await self._close_open("retry")
+        await self._stop_tools()
         delay = retry_delay(attempt, exc.retry_after_s)
         limit = UNREACHABLE_RETRIES if exc.kind == "unreachable" else MAX_RETRIES
         provider, model = self._model_names()
         log.warning("%s/%s retry %d in %.1fs: %s", provider, model, attempt, delay, exc.message)
-        now = now_ms()
-        await self._save(
-            RetryPart(
-                **self._base(),
-                attempt=attempt,
-                error=_api_error(exc, retry_plan(attempt, limit, delay)),
-                time=CreatedTime(created=now),
-            )
-        )
+        error = _api_error(exc, retry_plan(attempt, limit, delay))
+        await self.writer.write(self.builder.add_retry(attempt, error))
         if self.set_status is not None:
             await self.set_status(
-                StatusRetry(attempt=attempt, message=exc.message, next=now + int(delay * 1000))
+                StatusRetry(attempt=attempt, message=exc.message, next=now_ms() + int(delay * 1000))
             )
         await asyncio.sleep(delay)
         if self.set_status is not None:
             await self.set_status(StatusBusy())
         self.abort.clear()
-        self.calls.tasks.clear()
 
     async def finish_aborted(self) -> AssistantMessage:
         """End as stopped: by a user, or (``stop_reason`` "shutdown") by the server's own
         stop, which clients label a restart."""
-        await self._close_open(self.stop_reason)
-        estimate = self._estimated_usage()
+        await self._stop_tools()
+        self.builder.add_usage(self._estimated_usage())
         error = aborted_error(RESTART_INTERRUPTED) if self.stop_reason == "shutdown" else None
-        self.message = self.message.model_copy(
-            update={
-                "error": error or aborted_error(),
-                "tokens": self.message.tokens.plus(estimate),
-            }
+        frames = self.builder.fail(
+            error or aborted_error(), tool_error=CLOSE_REASONS[self.stop_reason]
         )
-        return await self._complete()
+        await self.writer.write(frames)
+        return self.message
 
     def _estimated_usage(self) -> Tokens:
         """The tokens of a step stopped before the model reported its usage, estimated at
@@ -254,106 +211,41 @@ class Processor:
         output = estimate_tokens(self._unreported_chars)
         return Tokens(total=input_tokens + output, input=input_tokens, output=output)
 
+    async def _fail(self, error: MessageError) -> AssistantMessage:
+        await self._stop_tools()
+        await self.writer.write(self.builder.fail(error, tool_error=CLOSE_REASONS["error"]))
+        return self.message
+
     async def _finish_unstored(self, exc: StorageError) -> AssistantMessage:
         """The store refused a write (disk full, I/O error): stop the model call and end
-        the message with that error. The small message write goes first, as it is the
-        likeliest to fit; closing the parts is best effort (recovery closes what is left
-        at the next start). Nothing already committed is touched."""
+        the message with that error, the message's own write first. Nothing already
+        committed is touched."""
+        await self._stop_tools()
+        frames = self.builder.fail(unknown_error(exc.message), tool_error=CLOSE_REASONS["error"])
+        await self.writer.write_message_first(frames)
+        return self.message
+
+    async def _stop_tools(self) -> None:
         self.abort.set()
         await self.calls.cancel()
-        self.message = self.message.model_copy(update={"error": unknown_error(exc.message)})
-        finished = await self._complete()
-        with contextlib.suppress(StorageError):
-            await self._close_open("error")
-        return finished
 
-    async def _complete(self) -> AssistantMessage:
-        finished = self.message.model_copy(
-            update={"time": self.message.time.model_copy(update={"completed": now_ms()})}
-        )
-        self.message = finished
-        await self.store.put_message(finished, [message_event(finished)])
-        return finished
-
-    # ---- parts ---------------------------------------------------------------------------
-
-    async def _save(self, part: Part, *, streaming: bool = False) -> None:
-        event = MessagePartUpdated(
-            PartUpdatedProps(session_id=part.session_id, part=part, time=now_ms())
-        )
-        await self.store.put_part(part, [event], streaming=streaming)
-
-    def _base(self) -> dict[str, str]:
-        return {
-            "id": ids.part_id(),
-            "session_id": self.message.session_id,
-            "message_id": self.message.id,
-        }
-
-    async def _text_start(self, event: Any) -> None:
-        part = TextPart(**self._base(), text="", time=StreamTime(start=now_ms()))
-        self.streaming[event.id] = _Streaming(part)
-        await self._save(part, streaming=True)
-
-    async def _reasoning_start(self, event: Any) -> None:
-        part = ReasoningPart(**self._base(), text="", time=StreamTime(start=now_ms()))
-        self.streaming["reasoning:" + event.id] = _Streaming(part)
-        await self._save(part, streaming=True)
-
-    def _streaming_for(self, event: Any) -> _Streaming:
-        key = "reasoning:" + event.id if event.type.startswith("reasoning") else event.id
-        current = self.streaming.get(key)
-        if current is None:
-            raise ProviderError(f"{event.type} for {event.id} arrived before its start event")
-        return current
+    # ---- the stream ----------------------------------------------------------------------
 
     async def _delta(self, event: Any) -> None:
-        current = self._streaming_for(event)
-        current.chunks.append(event.delta)
-        current.pending_chars += len(event.delta)
+        kind: StreamKind = "reasoning" if event.type == "reasoning-delta" else "text"
+        try:
+            index = self.builder.grow(kind, event.id, event.delta)
+        except BuilderError as exc:
+            raise ProviderError(
+                f"{event.type} for {event.id} arrived before its start event"
+            ) from exc
         self._unreported_chars += len(event.delta)
-        part = current.part
-        await self.store.append_delta(
-            PartDeltaProps(
-                session_id=part.session_id,
-                message_id=part.message_id,
-                part_id=part.id,
-                field="text",
-                delta=event.delta,
-            )
-        )
-        if flush_due(current.pending_chars, current.flushed_chars):
-            await self._flush(current)
-
-    async def _flush(self, current: _Streaming) -> None:
-        text = current.text()
-        current.flushed_chars, current.pending_chars = len(text), 0
-        part = current.part.model_copy(update={"text": text})
-        await self.store.put_part(part, [], streaming=True)
-
-    async def _stream_end(self, event: Any) -> None:
-        current = self._streaming_for(event)
-        metadata = getattr(event, "metadata", None)
-        if metadata:
-            current.part = current.part.model_copy(update={"metadata": metadata})
-        await self._end_streaming(current)
-        key = "reasoning:" + event.id if event.type.startswith("reasoning") else event.id
-        self.streaming.pop(key, None)
-
-    async def _end_streaming(self, current: _Streaming) -> None:
-        part = current.part
-        assert part.time is not None
-        ended = part.model_copy(
-            update={"text": current.text(), "time": StreamTime(start=part.time.start, end=now_ms())}
-        )
-        await self._save(ended)
-
-    # ---- steps and the end ---------------------------------------------------------------
+        await self.writer.text_delta(index, event.delta)
 
     async def _start_step(self, event: Any) -> None:
         if self.snapshots is not None:
             self.step_snapshot = await self.snapshots.track()
-        await self._save(StepStartPart(**self._base(), snapshot=self.step_snapshot))
+        await self.writer.write(self.builder.start_step(snapshot=self.step_snapshot))
 
     async def _finish_step(self, event: Any) -> None:
         await self.calls.wait()  # the step's tools belong to it: their changes too
@@ -368,22 +260,10 @@ class Processor:
         )
         step_cost = self.model.cost(usage)
         self._reported, self._unreported_chars = True, 0
-        await self._save(
-            StepFinishPart(
-                **self._base(),
-                reason=event.finish_reason,
-                tokens=tokens,
-                cost=step_cost,
-                snapshot=end_snapshot,
-            )
+        frames = self.builder.finish_step(
+            tokens, step_cost, event.finish_reason, snapshot=end_snapshot
         )
-        self.message = self.message.model_copy(
-            update={
-                "tokens": self.message.tokens.plus(tokens),
-                "finish": event.finish_reason,
-                "cost": self.message.cost + step_cost,
-            }
-        )
+        await self.writer.write(frames)
 
     async def _record_patch(self) -> str | None:
         """Snapshot the end of the step; a patch part lists the files it changed."""
@@ -394,14 +274,13 @@ class Processor:
         if files:
             absolute = [str(self.snapshots.project_dir / name) for name in files]
             self.patched.extend(absolute)
-            await self._save(PatchPart(**self._base(), hash=self.step_snapshot, files=absolute))
+            await self.writer.write(self.builder.add_patch(self.step_snapshot, absolute))
         return end
 
     async def _finish(self, event: Any) -> None:
-        update: dict[str, Any] = {"finish": event.finish_reason}
+        self.builder.set_finish_reason(event.finish_reason)
         if event.finish_reason == "length":  # the answer was cut at the output limit
-            update["error"] = MessageOutputLengthError()
-        self.message = self.message.model_copy(update=update)
+            self._shortfall = MessageOutputLengthError()
 
     async def _error(self, event: Any) -> None:
         raise ProviderError(
@@ -418,18 +297,10 @@ class Processor:
         """A tool's permission or question was rejected without feedback: stop the loop."""
         return self.calls.blocked
 
-    async def _close_open(self, why: str) -> None:
-        """Bring every open part to a terminal state (abort or failure)."""
-        self.abort.set()
-        await self.calls.cancel()
-        for current in list(self.streaming.values()):
-            await self._end_streaming(current)
-        self.streaming.clear()
-        await self.calls.fail_open(why)
 
-
-def message_event(message: AssistantMessage) -> Draft:
-    return MessageUpdated(MessageInfoProps(session_id=message.session_id, info=message))
+def _metadata(event: Any) -> dict[str, Any] | None:
+    metadata = getattr(event, "metadata", None)
+    return metadata or None
 
 
 def request_chars(request: ModelRequest) -> int:

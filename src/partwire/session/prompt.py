@@ -9,10 +9,6 @@ from partwire import ids
 from partwire.clock import now_ms
 from partwire.errors import IdConflictError
 from partwire.schema.event import (
-    MessageInfo,
-    MessagePartUpdated,
-    MessageUpdated,
-    PartUpdatedProps,
     SessionInfo,
     SessionUpdated,
 )
@@ -38,6 +34,7 @@ from partwire.schema.session import Session
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import new_compaction_part
 from partwire.session.mentions import with_mentioned_files
+from partwire.session.writer import save_message, save_part
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -127,12 +124,9 @@ async def store_user_message(
     parts = [_part(draft, session.id, message.id) for draft in body.parts]
     parts += _mentions(body, session.id, message.id, parts)
     parts = await with_mentioned_files(parts, project_dir)
-    await store.put_message(
-        message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
-    )
+    await save_message(store, message)
     for part in parts:
-        props = PartUpdatedProps(session_id=session.id, part=part, time=message.time.created)
-        await store.put_part(part, [MessagePartUpdated(props)])
+        await save_part(store, part, time=message.time.created)
     await touch_session(store, session, _title_from(body))
     return message
 
@@ -172,21 +166,16 @@ async def store_compaction_request(
 ) -> UserMessage:
     """A user message holding a compaction part: the loop answers it with a summary."""
     message = user.model_copy(update={"id": ids.message_id(), "time": UserTime(created=now_ms())})
-    await store.put_message(
-        message, [MessageUpdated(MessageInfo(session_id=session.id, info=message))]
-    )
+    await save_message(store, message)
     part = new_compaction_part(session.id, message.id, auto=auto, overflow=overflow)
-    props = PartUpdatedProps(session_id=session.id, part=part, time=message.time.created)
-    await store.put_part(part, [MessagePartUpdated(props)])
+    await save_part(store, part, time=message.time.created)
     return message
 
 
 async def store_synthetic_text(store: Store, user: UserMessage, text: str) -> UserMessage:
     """A user message the loop writes itself (e.g. "continue" after an automatic compaction)."""
     message = user.model_copy(update={"id": ids.message_id(), "time": UserTime(created=now_ms())})
-    await store.put_message(
-        message, [MessageUpdated(MessageInfo(session_id=user.session_id, info=message))]
-    )
+    await save_message(store, message)
     part = TextPart(
         id=ids.part_id(),
         session_id=user.session_id,
@@ -194,6 +183,5 @@ async def store_synthetic_text(store: Store, user: UserMessage, text: str) -> Us
         text=text,
         synthetic=True,
     )
-    props = PartUpdatedProps(session_id=user.session_id, part=part, time=message.time.created)
-    await store.put_part(part, [MessagePartUpdated(props)])
+    await save_part(store, part, time=message.time.created)
     return message

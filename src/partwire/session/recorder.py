@@ -17,28 +17,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from partwire import ids
+from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms
 from partwire.errors import AbortedError, BadRequestError, RejectedError
 from partwire.schema.base import Tokens
-from partwire.schema.event import (
-    Draft,
-    MessagePartUpdated,
-    MessageUpdated,
-    PartDeltaProps,
-    PartUpdatedProps,
-    SessionError,
-    SessionErrorProps,
-)
-from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.frames import (
-    BuiltMessage,
-    Frame,
-    MessageComplete,
-    PartComplete,
-    PartDelta,
-    PartStart,
-    PartUpdate,
-)
+from partwire.schema.event import SessionError, SessionErrorProps
+from partwire.schema.frames import BuiltMessage, Frame
 from partwire.schema.message import (
     ABORTED_MESSAGE,
     AssistantMessage,
@@ -48,16 +32,14 @@ from partwire.schema.message import (
     UserMessage,
     UserTime,
 )
-from partwire.schema.part import ModelRef, Part
+from partwire.schema.part import ModelRef
 from partwire.schema.permission import QuestionInfo, ToolRef
 from partwire.schema.session import Session
 from partwire.session.agents import DEFAULT_AGENT, get_agent
-from partwire.session.builder import StreamingMessageBuilder
-from partwire.session.processor import flush_due
 from partwire.session.prompt import shorten_title, touch_session
 from partwire.session.status import StatusTracker
-from partwire.session.toolcalls import args_update_due
 from partwire.session.toolhost import ToolHost
+from partwire.session.writer import MessageWriter, save_message, save_part
 from partwire.storage.base import Store
 
 EXTERNAL = "external"
@@ -83,13 +65,9 @@ class Recording:
         self.store = store
         self.host = host
         self.builder = builder
-        self.info = info
+        self.writer = MessageWriter(store, builder, info)
         self.aborted = False
         self._lock = asyncio.Lock()
-        self._pending_chars: dict[int, int] = {}
-        self._args_chars: dict[int, int] = {}  # streamed arguments, by part index
-        self._args_shown: dict[int, int] = {}  # … and how much of them is in the part
-        self._flushed_chars: dict[int, int] = {}
 
     @property
     def message_id(self) -> str:
@@ -98,6 +76,11 @@ class Recording:
     @property
     def session_id(self) -> str:
         return self.builder.session_id
+
+    @property
+    def info(self) -> Message:
+        """The message as stored (with its totals and end once it ended)."""
+        return self.writer.info
 
     # ---- the builder's calls, recorded ---------------------------------------------------
 
@@ -131,7 +114,7 @@ class Recording:
             frames = self.builder.add_tool_result(
                 call_id, output, is_error, title=title, metadata=metadata
             )
-            await self._write(frames)
+            await self.writer.write(frames)
 
     async def add_file(self, mime: str, url: str, filename: str | None = None) -> None:
         await self._call(self.builder.add_file, mime, url, filename)
@@ -151,7 +134,7 @@ class Recording:
         """End the message cleanly (the ``async with`` block does this on a normal exit)."""
         async with self._writing():
             if not self.builder.done:
-                await self._write(self.builder.finish())
+                await self.writer.write(self.builder.finish())
         return self.builder.build()
 
     async def fail(self, message: str, *, aborted: bool = False) -> BuiltMessage:
@@ -163,7 +146,7 @@ class Recording:
     async def _fail(self, message: str, *, aborted: bool) -> None:
         if self.builder.done:
             return
-        await self._write(self.builder.fail(message, aborted=aborted))
+        await self.writer.write(self.builder.fail(message, aborted=aborted))
         if not aborted:
             error = self.builder.error
             assert error is not None
@@ -172,7 +155,7 @@ class Recording:
 
     async def _call(self, method: Callable[..., list[Frame]], *args: Any) -> None:
         async with self._writing():
-            await self._write(method(*args))
+            await self.writer.write(method(*args))
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
@@ -226,82 +209,11 @@ class Recording:
         self.builder.tool_part(call_id)  # fail closed: an ask names a call of this message
         return ToolRef(message_id=self.message_id, call_id=call_id)
 
-    # ---- frames → store writes -----------------------------------------------------------
-
-    async def _write(self, frames: list[Frame]) -> None:
-        for frame in frames:
-            if isinstance(frame, PartStart):
-                streaming = frame.part.type in ("text", "reasoning")
-                await self._save(frame.part, streaming=streaming)
-            elif isinstance(frame, PartDelta):
-                await self._delta(frame)
-            elif isinstance(frame, PartUpdate | PartComplete):
-                self._pending_chars.pop(frame.part_index, None)
-                await self._save(frame.part)
-            elif isinstance(frame, MessageComplete):
-                await self._complete(frame.message)
-
-    async def _save(self, part: Part, *, streaming: bool = False) -> None:
-        props = PartUpdatedProps(session_id=self.session_id, part=part, time=now_ms())
-        await self.store.put_part(part, [MessagePartUpdated(props)], streaming=streaming)
-
-    async def _delta(self, frame: PartDelta) -> None:
-        index = frame.part_index
-        if frame.args_delta is not None:
-            total = self._args_chars.get(index, 0) + len(frame.args_delta)
-            self._args_chars[index] = total
-            shown = self._args_shown.get(index, 0)
-            if args_update_due(total - shown, shown):  # linear bytes, as the processor's
-                self._args_shown[index] = total
-                await self._save(self.builder.part(index))
-            return
-        assert frame.delta is not None
-        # the part as stored, without its text: joining the text so far on every delta
-        # would make each delta cost as much as everything before it
-        part = self.builder.stored_part(index)
-        await self.store.append_delta(
-            PartDeltaProps(
-                session_id=self.session_id,
-                message_id=self.message_id,
-                part_id=part.id,
-                field="text",
-                delta=frame.delta,
-            )
-        )
-        # as the processor: rewrite the row on a geometric schedule, so a crash loses
-        # little and the bytes written stay linear in the text's length
-        pending = self._pending_chars.get(index, 0) + len(frame.delta)
-        flushed = self._flushed_chars.get(index, 0)
-        if flush_due(pending, flushed):
-            text = self.builder.streamed_text()
-            self._flushed_chars[index], pending = len(text), 0
-            await self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
-        self._pending_chars[index] = pending
-
-    async def _complete(self, built: BuiltMessage) -> None:
-        info = self.info
-        if isinstance(info, AssistantMessage):
-            info = info.model_copy(
-                update={
-                    "tokens": built.tokens,
-                    "cost": built.cost,
-                    "finish": built.finish,
-                    "error": built.error,
-                    "time": AssistantTime(created=info.time.created, completed=now_ms()),
-                }
-            )
-        self.info = info
-        await self.store.put_message(info, [_message_event(info)])
-
     async def _abort(self) -> None:
         """The session was aborted (by a user, or at shutdown): end the message now."""
         async with self._lock:
             await self._fail(ABORTED_MESSAGE, aborted=True)
             self.aborted = True
-
-
-def _message_event(info: Message) -> Draft:
-    return MessageUpdated(MessageInfoProps(session_id=info.session_id, info=info))
 
 
 class Recorder:
@@ -393,7 +305,7 @@ class Recorder:
             else:
                 assert parent_id is not None
                 info = _assistant(session, new_id, parent_id, model, agent_name)
-            await self.store.put_message(info, [_message_event(info)])
+            await save_message(self.store, info)
             await self.status.busy(session_id)  # after the prompt, as a run of our own loop
         except BaseException:
             if self._release(session_id, claim):
@@ -425,12 +337,11 @@ class Recorder:
 
     async def _store_prompt(self, session_id: str, prompt: str, model: ModelRef, agent: str) -> str:
         user = _user(session_id, ids.message_id(), model, agent)
-        await self.store.put_message(user, [_message_event(user)])
+        await save_message(self.store, user)
         builder = StreamingMessageBuilder(user.id, "user", session_id=session_id)
-        builder.add_text_delta(prompt)
-        recording = Recording(self.store, self.host, builder, user)
-        for part in builder.build().parts:  # a prompt is stored whole, as ours are
-            await recording._save(part)
+        builder.add_text(prompt)
+        for part in builder.parts:  # a prompt is stored whole, as ours are
+            await save_part(self.store, part)
         session = await self.store.get_session(session_id)  # named by it, as ours are
         await touch_session(self.store, session, shorten_title(" ".join(prompt.split())))
         return user.id

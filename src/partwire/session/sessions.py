@@ -14,10 +14,6 @@ from partwire.errors import BadRequestError, IdConflictError, NotFoundError, Ses
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     Draft,
-    MessageInfo,
-    MessagePartUpdated,
-    MessageUpdated,
-    PartUpdatedProps,
     SessionCreated,
     SessionDeleted,
     SessionInfo,
@@ -31,6 +27,7 @@ from partwire.session.agents import get_agent
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
 from partwire.session.revert import check_patch_files
+from partwire.session.writer import save_message, save_part
 from partwire.storage.base import Store
 from partwire.version import __version__
 
@@ -192,9 +189,7 @@ class Sessions:
             if isinstance(entry.info, AssistantMessage):
                 update["parent_id"] = new_ids.get(entry.info.parent_id, entry.info.parent_id)
             info = entry.info.model_copy(update=update)
-            await self.store.put_message(
-                info, [MessageUpdated(MessageInfo(session_id=target.id, info=info))]
-            )
+            await save_message(self.store, info)
             for part in entry.parts:
                 copy = part.model_copy(
                     update={
@@ -203,8 +198,7 @@ class Sessions:
                         "message_id": info.id,
                     }
                 )
-                props = PartUpdatedProps(session_id=target.id, part=copy, time=target.time.created)
-                await self.store.put_part(copy, [MessagePartUpdated(props)])
+                await save_part(self.store, copy, time=target.time.created)
 
     async def update(self, session_id: str, body: SessionUpdateInput) -> Session:
         session = await self.store.get_session(session_id)

@@ -6,53 +6,33 @@ from pathlib import Path
 from typing import Any
 
 from partwire import ids
+from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms as _now
-from partwire.schema.event import MessageInfo, MessagePartUpdated, MessageUpdated, PartUpdatedProps
 from partwire.schema.message import (
     AssistantMessage,
     AssistantTime,
     AssistantWithParts,
-    Message,
     MessagePath,
     UserMessage,
     UserTime,
 )
-from partwire.schema.part import ModelRef, Part, TextPart, ToolPart
+from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
-from partwire.schema.tool_state import FinishedTime, ToolStateCompleted, ToolStateError
+from partwire.session.writer import MessageWriter, save_message
 from partwire.storage.base import Store
 from partwire.tools import bash
-from partwire.tools.base import ToolContext
+from partwire.tools.base import ToolContext, ToolResult
 
 USER_NOTE = "The following tool was executed by the user"
 
 
-async def _save_message(store: Store, message: Message) -> None:
-    await store.put_message(
-        message, [MessageUpdated(MessageInfo(session_id=message.session_id, info=message))]
-    )
-
-
-async def _save_part(store: Store, part: Part) -> None:
-    props = PartUpdatedProps(session_id=part.session_id, part=part, time=_now())
-    await store.put_part(part, [MessagePartUpdated(props)])
-
-
-async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolStateCompleted | ToolStateError:
-    started = _now()
+async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+    """The command's result, or its failure as text (a user's command failing is data,
+    not a server error)."""
     try:
-        result = await bash.TOOL.run(args, ctx)
-    except Exception as exc:  # a user's command failing is data, not a server error
-        return ToolStateError(
-            input=args, error=str(exc), time=FinishedTime(start=started, end=_now())
-        )
-    return ToolStateCompleted(
-        input=args,
-        output=result.output,
-        title=result.title,
-        metadata=result.metadata,
-        time=FinishedTime(start=started, end=_now()),
-    )
+        return await bash.TOOL.run(args, ctx)
+    except Exception as exc:
+        return str(exc)
 
 
 async def run_shell(
@@ -65,7 +45,8 @@ async def run_shell(
     message_id: str | None = None,
 ) -> AssistantWithParts:
     """Run ``command`` in the project and store it as a user turn (``message_id``, when the
-    client chose one) plus an assistant message holding a bash tool part."""
+    client chose one) plus an assistant message holding a bash tool call, both built by
+    the builder and written by the writer, as any other message."""
     user = UserMessage(
         id=message_id or ids.message_id(),
         session_id=session.id,
@@ -73,11 +54,9 @@ async def run_shell(
         agent=agent,
         model=model,
     )
-    await _save_message(store, user)
-    note = TextPart(
-        id=ids.part_id(), session_id=session.id, message_id=user.id, text=USER_NOTE, synthetic=True
-    )
-    await _save_part(store, note)
+    await save_message(store, user)
+    note = StreamingMessageBuilder(user.id, "user", session_id=session.id)
+    await MessageWriter(store, note, user).write(note.add_text(USER_NOTE, synthetic=True))
     root = session.directory
     assistant = AssistantMessage(
         id=ids.message_id(),
@@ -90,7 +69,12 @@ async def run_shell(
         agent=agent,
         path=MessagePath(cwd=root, root=root),
     )
+    await save_message(store, assistant)
+    builder = StreamingMessageBuilder(assistant.id, session_id=session.id)
+    writer = MessageWriter(store, builder, assistant)
     call_id = ids.ascending("call")
+    args = {"command": command, "description": command[:60]}
+    await writer.write(builder.add_tool_call(call_id, "bash", args))
     ctx = ToolContext(
         session_id=session.id,
         message_id=assistant.id,
@@ -98,21 +82,15 @@ async def run_shell(
         agent=agent,
         project_dir=Path(root),
     )
-    state = await _run({"command": command, "description": command[:60]}, ctx)
-    finished = assistant.model_copy(
-        update={
-            "time": AssistantTime(created=assistant.time.created, completed=_now()),
-            "finish": "stop",
-        }
-    )
-    part = ToolPart(
-        id=ids.part_id(),
-        session_id=session.id,
-        message_id=assistant.id,
-        call_id=call_id,
-        tool="bash",
-        state=state,
-    )
-    await _save_message(store, finished)
-    await _save_part(store, part)
-    return AssistantWithParts(info=finished, parts=[part])
+    result = await _run(args, ctx)
+    if isinstance(result, str):
+        frames = builder.add_tool_result(call_id, result, is_error=True)
+    else:
+        frames = builder.add_tool_result(
+            call_id, result.output, title=result.title, metadata=result.metadata
+        )
+    builder.set_finish_reason("stop")
+    await writer.write(frames + builder.finish())
+    finished = writer.info
+    assert isinstance(finished, AssistantMessage)
+    return AssistantWithParts(info=finished, parts=builder.parts)

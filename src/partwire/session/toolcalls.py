@@ -1,130 +1,77 @@
 """The tool calls of one model call: pending → running → completed | error.
 
-A call's part is created when its input starts streaming, grows its ``raw``
-input, turns running when the call is complete, and ends completed or in error.
-Tools run as tasks, so several calls of one step run side by side; abort
-cancels them and closes whatever is still open.
+The builder owns each call's part (it checks every state change); this module runs the
+tools. A call's part is created when its input starts streaming, grows its ``raw``
+input, turns running when the call is complete, and ends completed or in error. Tools
+run as tasks, so several calls of one step run side by side; abort cancels them and the
+builder closes whatever is still open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from partwire.clock import now_ms as _now
+from partwire import ids
+from partwire.builder import StreamingMessageBuilder
 from partwire.errors import AbortedError, RejectedError, ToolError
 from partwire.schema.message import ABORTED_TOOL, TOOL_RESTART_INTERRUPTED
-from partwire.schema.part import FilePart, Part, ToolPart
-from partwire.schema.tool_state import (
-    FinishedTime,
-    RunningTime,
-    ToolState,
-    ToolStateCompleted,
-    ToolStateError,
-    ToolStatePending,
-    ToolStateRunning,
-    check_transition,
-)
+from partwire.schema.part import FilePart
+from partwire.schema.tool_state import ToolStateRunning
+from partwire.session.writer import MessageWriter
 from partwire.tools.base import MetadataUpdate, Tool, ToolContext, ToolResult
 
 DOOM_LOOP_THRESHOLD = 3
-_CLOSE_REASONS = {
+CLOSE_REASONS = {
     "aborted": ABORTED_TOOL,
     "shutdown": TOOL_RESTART_INTERRUPTED,
-    "retry": "The model call failed before this tool ran; it was retried",
+    "error": "The model call failed",
 }
 
 ToolLookup = Callable[[str], Tool[Any] | None]
 ContextFactory = Callable[[str, MetadataUpdate, asyncio.Event], ToolContext]
-SavePart = Callable[[Part], Awaitable[None]]
-
-
-ARGS_EVERY_DELTA_CHARS = 4096
-
-
-def args_update_due(pending_chars: int, shown_chars: int) -> bool:
-    """Whether a call's streaming arguments should be written and published now. Every
-    delta while they are short; past that, once what is new is a quarter of what is
-    shown, so the bytes written for a call stay linear in its arguments' length (each
-    update holds all of them)."""
-    return shown_chars + pending_chars <= ARGS_EVERY_DELTA_CHARS or (
-        pending_chars * 4 >= shown_chars
-    )
-
-
-def _error(args: dict[str, Any], message: str, started: int) -> ToolStateError:
-    return ToolStateError(input=args, error=message, time=FinishedTime(start=started, end=_now()))
 
 
 class ToolCalls:
     def __init__(
         self,
         *,
-        base: Callable[[], dict[str, str]],
-        save: SavePart,
+        builder: StreamingMessageBuilder,
+        writer: MessageWriter,
         lookup: ToolLookup,
         make_context: ContextFactory,
         recent: list[tuple[str, str]],
         abort: asyncio.Event,
     ) -> None:
-        self.base = base
-        self.save = save
+        self.builder = builder
+        self.writer = writer
         self.lookup = lookup
         self.make_context = make_context
         self.recent = recent
         self.abort = abort
-        self.parts: dict[str, ToolPart] = {}
-        # arguments streamed but not yet in their part (see args_update_due)
-        self._raw: dict[str, list[str]] = {}
-        self._raw_chars: dict[str, int] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.blocked = False
 
-    async def _set_state(self, call_id: str, state: ToolState) -> None:
-        part = self.parts[call_id]
-        check_transition(part.state, state)
-        updated = part.model_copy(update={"state": state})
-        self.parts[call_id] = updated
-        await self.save(updated)
-
     async def input_start(self, call_id: str, tool_name: str) -> None:
-        part = ToolPart(**self.base(), call_id=call_id, tool=tool_name, state=ToolStatePending())
-        self.parts[call_id] = part
-        await self.save(part)
+        await self.writer.write(self.builder.start_tool_call(call_id, tool_name))
 
     async def input_delta(self, call_id: str, delta: str) -> None:
-        part = self.parts.get(call_id)
-        if part is None or not isinstance(part.state, ToolStatePending):
-            return
-        chunks = self._raw.setdefault(call_id, [part.state.raw] if part.state.raw else [])
-        chunks.append(delta)
-        self._raw_chars[call_id] = self._raw_chars.get(call_id, len(part.state.raw)) + len(delta)
-        if args_update_due(self._raw_chars[call_id] - len(part.state.raw), len(part.state.raw)):
-            raw = "".join(chunks)
-            self._raw[call_id] = [raw]
-            await self._set_state(call_id, ToolStatePending(input={}, raw=raw))
+        if self.builder.accepts_arguments(call_id):  # a stray delta changes nothing
+            await self.writer.write(self.builder.add_tool_args_delta(call_id, delta))
 
     async def call(self, call_id: str, tool_name: str, raw: str) -> None:
-        """The model finished the call: parse its input and start the tool."""
-        if call_id not in self.parts:
-            await self.input_start(call_id, tool_name)
-        started = _now()
-        try:
-            args = json.loads(raw or "{}")
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be a JSON object")
-        except ValueError as exc:
-            message = f"The {tool_name} tool input is not valid JSON ({exc}); send an object."
-            await self._set_state(call_id, _error({}, message, started))
-            return
-        await self._set_state(
-            call_id, ToolStateRunning(input=args, time=RunningTime(start=started))
-        )
-        self.tasks[call_id] = asyncio.create_task(self._execute(call_id, tool_name, args, started))
+        """The model finished the call: its input becomes the call's arguments (or, when it
+        is not a JSON object, an error the model sees) and the tool starts."""
+        frames = self.builder.add_tool_call(call_id, tool_name, raw, bad_arguments="error")
+        await self.writer.write(frames)
+        state = self.builder.tool_part(call_id).state
+        if isinstance(state, ToolStateRunning):
+            task = self._execute(call_id, tool_name, state.input)
+            self.tasks[call_id] = asyncio.create_task(task)
 
-    async def _execute(self, call_id: str, name: str, args: dict[str, Any], started: int) -> None:
+    async def _execute(self, call_id: str, name: str, args: dict[str, Any]) -> None:
         tool = self.lookup(name)
         ctx = self._context(call_id)
         try:
@@ -134,21 +81,24 @@ class ToolCalls:
             result = await tool.run(args, ctx)
         except RejectedError as exc:
             self.blocked = self.blocked or exc.feedback is None
-            state: ToolState = _error(args, exc.message, started)
+            await self._result(call_id, exc.message, is_error=True)
         except (ToolError, AbortedError) as exc:
-            state = _error(args, exc.message, started)
+            await self._result(call_id, exc.message, is_error=True)
         except OSError as exc:
-            state = _error(args, f"{name} failed: {exc}", started)
+            await self._result(call_id, f"{name} failed: {exc}", is_error=True)
         else:
-            state = ToolStateCompleted(
-                input=args,
-                output=result.output,
-                title=result.title,
-                metadata=result.metadata,
-                time=FinishedTime(start=started, end=_now()),
-                attachments=self._attachments(result) or None,
+            await self.writer.write(
+                self.builder.add_tool_result(
+                    call_id,
+                    result.output,
+                    title=result.title,
+                    metadata=result.metadata,
+                    attachments=self._attachments(result),
+                )
             )
-        await self._set_state(call_id, state)
+
+    async def _result(self, call_id: str, text: str, *, is_error: bool) -> None:
+        await self.writer.write(self.builder.add_tool_result(call_id, text, is_error))
 
     async def _check_doom_loop(self, ctx: ToolContext, name: str, args: dict[str, Any]) -> None:
         """The same call for the third time in a row needs the user's go-ahead."""
@@ -160,19 +110,19 @@ class ToolCalls:
             await ctx.ask("doom_loop", [name], always=[name], metadata=metadata)
 
     def _attachments(self, result: ToolResult) -> list[dict[str, Any]]:
+        base = {"session_id": self.builder.session_id, "message_id": self.builder.message_id}
         return [
-            FilePart(**self.base(), mime=item.mime, url=item.url, filename=item.filename).wire()
+            FilePart(
+                id=ids.part_id(), **base, mime=item.mime, url=item.url, filename=item.filename
+            ).wire()
             for item in result.attachments
         ]
 
     def _context(self, call_id: str) -> ToolContext:
         async def update(title: str | None, metadata: dict[str, Any]) -> None:
-            part = self.parts[call_id]
-            if isinstance(part.state, ToolStateRunning):
-                state = part.state.model_copy(
-                    update={"title": title or part.state.title, "metadata": metadata}
-                )
-                await self._set_state(call_id, state)
+            if isinstance(self.builder.tool_part(call_id).state, ToolStateRunning):
+                frames = self.builder.update_tool(call_id, title=title, metadata=metadata)
+                await self.writer.write(frames)
 
         return self.make_context(call_id, update, self.abort)
 
@@ -185,16 +135,4 @@ class ToolCalls:
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks.values(), return_exceptions=True)
-
-    async def fail_open(self, why: str) -> None:
-        """End every pending or running call in error (``why``: aborted, retry, error)."""
-        message = _CLOSE_REASONS.get(why, "The model call failed")
-        now = _now()
-        for call_id, part in list(self.parts.items()):
-            state = part.state
-            if isinstance(state, ToolStatePending | ToolStateRunning):
-                start = state.time.start if isinstance(state, ToolStateRunning) else now
-                error = ToolStateError(
-                    input=state.input, error=message, time=FinishedTime(start=start, end=now)
-                )
-                await self._set_state(call_id, error)
+        self.tasks.clear()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms as _now
 from partwire.schema.event import (
     Draft,
@@ -29,6 +30,7 @@ from partwire.schema.event import (
     SessionStatusProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
+from partwire.schema.frames import PartComplete
 from partwire.schema.message import (
     RESTART_INTERRUPTED,
     TOOL_RESTART_INTERRUPTED,
@@ -36,28 +38,28 @@ from partwire.schema.message import (
     aborted_error,
     message_adapter,
 )
-from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.part import Part
 from partwire.schema.session import StatusIdle
-from partwire.schema.tool_state import FinishedTime, ToolStateError
 from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
 from partwire.storage.writer import Write, WriteContext
 
 
-def _close_part(part: Part, now: int) -> Part | None:
-    """The terminal form of an open part, or None when it is already terminal."""
-    if isinstance(part, TextPart | ReasoningPart) and part.time and part.time.end is None:
-        return part.model_copy(update={"time": part.time.model_copy(update={"end": now})})
-    if isinstance(part, ToolPart) and part.state.status in ("pending", "running"):
-        start = getattr(getattr(part.state, "time", None), "start", now)
-        state = ToolStateError(
-            input=part.state.input,
-            error=TOOL_RESTART_INTERRUPTED,
-            time=FinishedTime(start=start, end=now),
-        )
-        return part.model_copy(update={"state": state})
-    return None
+def _closed_parts(open_parts: list[Part], now: int) -> dict[str, Part]:
+    """The terminal forms of parts a crash left open (part id → part), closed by the
+    builder as a live message's are: streaming text gets its end time, an open tool call
+    ends in error with a text the model sees as its result."""
+    by_message: dict[str, list[Part]] = {}
+    for part in open_parts:
+        by_message.setdefault(part.message_id, []).append(part)
+    closed: dict[str, Part] = {}
+    for message_id, parts in by_message.items():
+        builder = StreamingMessageBuilder.resume(message_id, parts, clock=lambda: now)
+        for frame in builder.close_open(TOOL_RESTART_INTERRUPTED):
+            if isinstance(frame, PartComplete):
+                closed[frame.part.id] = frame.part
+    return closed
 
 
 def recover(conn: Conn, epoch: int, last_seq: int) -> int:
@@ -82,19 +84,22 @@ def recover_into(
         "SELECT id, data, delta_seq, session_id FROM part WHERE delta_seq IS NOT NULL "
         'OR data LIKE \'%"status":"pending"%\' OR data LIKE \'%"status":"running"%\''
     ).fetchall()
-    for part_id, data, delta_seq, session_id in rows:
-        if not wanted(session_id):
-            continue
-        part = materialize(conn, part_id, data, delta_seq)
-        closed = _close_part(part, now) or part
+    found = [
+        materialize(conn, part_id, data, delta_seq)
+        for part_id, data, delta_seq, session_id in rows
+        if wanted(session_id)
+    ]
+    closed = _closed_parts(found, now)
+    for part in found:
+        ended = closed.get(part.id, part)
         conn.execute(
             "UPDATE part SET data = ?, delta_seq = NULL WHERE id = ?",
-            (closed.wire_json(), part_id),
+            (ended.wire_json(), part.id),
         )
-        if closed is not part:
+        if ended is not part:
             ctx.log(
                 MessagePartUpdated(
-                    PartUpdatedProps(session_id=closed.session_id, part=closed, time=now)
+                    PartUpdatedProps(session_id=ended.session_id, part=ended, time=now)
                 )
             )
     for message_id, data, session_id in conn.execute(

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from partwire.clock import now_ms
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.runtime import Runtime
 from partwire.schema.event import (
     MessagePartRemoved,
-    MessagePartUpdated,
     MessageRef,
     MessageRemoved,
     PartRef,
-    PartUpdatedProps,
 )
 from partwire.schema.part import Part, part_adapter
 from partwire.server.routes.scope import session_project
 from partwire.server.routes.session import wire
 from partwire.session.revert import check_patch_files
+from partwire.session.writer import save_part
 
 router = APIRouter(prefix="/session/{sessionID}/message/{messageID}", tags=["session"])
 
@@ -67,8 +65,7 @@ async def update_part(
         raise BadRequestError(f"Not a valid part: {exc}") from None
     session = await runtime.store.get_session(sessionID)
     part = check_patch_files(part, runtime.project_of(session).settings.project_dir)
-    props = PartUpdatedProps(session_id=sessionID, part=part, time=now_ms())
-    await runtime.store.put_part(part, [MessagePartUpdated(props)])
+    await save_part(runtime.store, part)
     return wire(part)
 
 

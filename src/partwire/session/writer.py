@@ -1,0 +1,175 @@
+"""The one writer of parts: a builder's frames → store writes and events.
+
+Every producer's parts reach the store here, the processor's and a recording's alike:
+a part row with ``message.part.updated`` when a part starts, changes state or ends;
+text as ``message.part.delta``, with the row rewritten only on a geometric schedule (the
+text not yet in the row as long as the text already there), so the bytes written stay
+linear in the text's length; streamed tool arguments on a schedule of their own, for
+the same reason; and the message info when the message ends. The store commits each
+write before its events are published (durable before visible) and groups the writes
+of a burst into one commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from partwire.builder import StreamingMessageBuilder
+from partwire.clock import now_ms
+from partwire.errors import StorageError
+from partwire.schema.event import (
+    Draft,
+    MessagePartUpdated,
+    MessageUpdated,
+    PartDeltaProps,
+    PartUpdatedProps,
+)
+from partwire.schema.event import MessageInfo as MessageInfoProps
+from partwire.schema.frames import (
+    BuiltMessage,
+    Frame,
+    MessageComplete,
+    PartComplete,
+    PartDelta,
+    PartStart,
+    PartUpdate,
+)
+from partwire.schema.message import AssistantMessage, Message
+from partwire.schema.part import Part
+from partwire.storage.base import Store
+
+FLUSH_MIN_CHARS = 16_384
+ARGS_EVERY_DELTA_CHARS = 4096
+
+
+def flush_due(pending_chars: int, flushed_chars: int) -> bool:
+    """Whether a streaming part's row should be rewritten now: once the text not yet in it
+    is as long as the text already there (and at least FLUSH_MIN_CHARS)."""
+    return pending_chars >= max(FLUSH_MIN_CHARS, flushed_chars)
+
+
+def args_update_due(pending_chars: int, shown_chars: int) -> bool:
+    """Whether a call's streaming arguments should be written and published now. Every
+    delta while they are short; past that, once what is new is a quarter of what is
+    shown, so the bytes written for a call stay linear in its arguments' length (each
+    update holds all of them)."""
+    return shown_chars + pending_chars <= ARGS_EVERY_DELTA_CHARS or (
+        pending_chars * 4 >= shown_chars
+    )
+
+
+def part_event(part: Part, time: int | None = None) -> Draft:
+    props = PartUpdatedProps(session_id=part.session_id, part=part, time=time or now_ms())
+    return MessagePartUpdated(props)
+
+
+def message_event(info: Message) -> Draft:
+    return MessageUpdated(MessageInfoProps(session_id=info.session_id, info=info))
+
+
+async def save_part(
+    store: Store, part: Part, *, streaming: bool = False, time: int | None = None
+) -> None:
+    """Store ``part`` whole and publish it (a part edited after the fact, a copy, a
+    prompt's parts): the one place a part row and its event are made."""
+    await store.put_part(part, [part_event(part, time)], streaming=streaming)
+
+
+async def save_message(store: Store, info: Message) -> None:
+    await store.put_message(info, [message_event(info)])
+
+
+def completed_info(info: Message, built: BuiltMessage) -> Message:
+    """``info`` once its message ended: an assistant message gains the built message's
+    tokens, cost, finish and error, and its completion time."""
+    if not isinstance(info, AssistantMessage):
+        return info
+    return info.model_copy(
+        update={
+            "tokens": info.tokens.plus(built.tokens),
+            "cost": info.cost + built.cost,
+            "finish": built.finish or info.finish,
+            "error": built.error,
+            "time": info.time.model_copy(update={"completed": now_ms()}),
+        }
+    )
+
+
+def _completed_next(frames: list[Frame], position: int) -> bool:
+    after = frames[position + 1] if position + 1 < len(frames) else None
+    return isinstance(after, PartComplete) and after.part_index == frames[position].part_index  # type: ignore[union-attr]
+
+
+class MessageWriter:
+    """Writes the frames of one message's builder (``info`` is the message's row)."""
+
+    def __init__(self, store: Store, builder: StreamingMessageBuilder, info: Message) -> None:
+        self.store = store
+        self.builder = builder
+        self.info = info
+        self._pending: dict[int, int] = {}  # text streamed since the row was written
+        self._flushed: dict[int, int] = {}  # … and the text in the row, by part index
+        self._args: dict[int, int] = {}  # streamed arguments, by part index
+        self._args_shown: dict[int, int] = {}  # … and how much of them the part shows
+
+    async def write(self, frames: list[Frame]) -> None:
+        for position, frame in enumerate(frames):
+            if isinstance(frame, PartStart):
+                if _completed_next(frames, position):
+                    continue  # a part whole at once (a step's start): written once, complete
+                streaming = frame.part.type in ("text", "reasoning")
+                await save_part(self.store, frame.part, streaming=streaming)
+            elif isinstance(frame, PartDelta):
+                if frame.args_delta is not None:
+                    await self._args_delta(frame.part_index, frame.args_delta)
+                else:
+                    assert frame.delta is not None
+                    await self.text_delta(frame.part_index, frame.delta)
+            elif isinstance(frame, PartUpdate | PartComplete):
+                self._pending.pop(frame.part_index, None)
+                await save_part(self.store, frame.part)
+            elif isinstance(frame, MessageComplete):
+                await self._complete(frame.message)
+
+    async def write_message_first(self, frames: list[Frame]) -> None:
+        """The store refused a write (disk full): the message's end goes first, as the
+        small write likeliest to fit; the parts' ends follow as far as they fit (recovery
+        closes what is left at the next start)."""
+        for frame in frames:
+            if isinstance(frame, MessageComplete):
+                await self._complete(frame.message)
+        with contextlib.suppress(StorageError):
+            await self.write([f for f in frames if not isinstance(f, MessageComplete)])
+
+    async def text_delta(self, index: int, delta: str) -> None:
+        """Text the builder's part ``index`` grew by: a delta event; the row is rewritten
+        on the geometric schedule, so a crash loses little."""
+        part = self.builder.stored_part(index)  # as stored: joining the text is O(text)
+        await self.store.append_delta(
+            PartDeltaProps(
+                session_id=part.session_id,
+                message_id=part.message_id,
+                part_id=part.id,
+                field="text",
+                delta=delta,
+            )
+        )
+        pending = self._pending.get(index, 0) + len(delta)
+        flushed = self._flushed.get(index, 0)
+        if flush_due(pending, flushed):
+            text = self.builder.streamed_text(index)
+            self._flushed[index], pending = len(text), 0
+            await self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
+        self._pending[index] = pending
+
+    async def _args_delta(self, index: int, delta: str) -> None:
+        total = self._args.get(index, 0) + len(delta)
+        self._args[index] = total
+        shown = self._args_shown.get(index, 0)
+        if args_update_due(total - shown, shown):
+            self._args_shown[index] = total
+            await save_part(self.store, self.builder.part(index))
+
+    async def _complete(self, built: BuiltMessage) -> None:
+        self.info = completed_info(self.info, built)
+        await save_message(self.store, self.info)

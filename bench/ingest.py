@@ -1,13 +1,17 @@
 """Ingest benchmark: an external loop's message through POST /session/{id}/ingest.
 
     python bench/ingest.py [--deltas 10000] [--repeat 3] [--paced-ms 0] [--delta-chars 0]
+    python bench/ingest.py --deltas 10 --delta-chars 2048 --prefix-kb 20 20480
+    python bench/ingest.py --args-deltas 100 1000     # bytes written per argument delta
 
 Spawns `python -m partwire serve` on a free port with a fresh data dir, then sends one
 NDJSON body per run: a start line, a step and N text deltas (``--paced-ms`` sleeps between
 lines, as a live loop would; ``--delta-chars`` makes each delta that many characters, so
 ``--deltas 10 --delta-chars 2048`` streams 20 KB and ``--deltas 10000`` 20 MB: the CPU a
 delta costs must not grow with the text before it). Prints deltas per second and the
-server's CPU (user + system, from /proc) per 1k deltas. Linux only.
+server's CPU (user + system, from /proc) per 1k deltas. ``--args-deltas`` streams one tool
+call's arguments in that many deltas of 100 characters and prints the bytes the server
+process wrote (write syscalls: the database, its WAL) per argument delta. Linux only.
 """
 
 from __future__ import annotations
@@ -56,6 +60,26 @@ def _body(deltas: int, paced_ms: float, chars: int, prefix_kb: int = 0) -> Itera
         yield json.dumps({"type": "text-delta", "delta": delta}).encode() + b"\n"
 
 
+def _wchar(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as io:
+        return int(next(line for line in io if line.startswith("wchar:")).split()[1])
+
+
+def _args_body(deltas: int) -> Iterator[bytes]:
+    lines: list[dict[str, object]] = [
+        {"type": "start", "prompt": "bench"},
+        {"type": "tool-call-start", "callID": "call_1", "tool": "write"},
+        {"type": "tool-args-delta", "callID": "call_1", "delta": '{"content": "'},
+        *(
+            {"type": "tool-args-delta", "callID": "call_1", "delta": "a" * 100}
+            for _ in range(deltas)
+        ),
+        {"type": "tool-args-delta", "callID": "call_1", "delta": '"}'},
+    ]
+    for line in lines:
+        yield json.dumps(line).encode() + b"\n"
+
+
 def _ingest(http: httpx.Client, pid: int, body: Iterator[bytes]) -> tuple[float, float]:
     """One message through ingest into a new session: (wall s, server CPU s)."""
     session = http.post("/session", json={}).json()["id"]
@@ -84,6 +108,7 @@ def main() -> None:
         help="also measure the deltas after this much text (KB), e.g. 20 20480: the CPU "
         "of a run with the prefix alone is taken off",
     )
+    parser.add_argument("--args-deltas", type=int, nargs="*", default=[])
     args = parser.parse_args()
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="partwire-ingest-") as state:
@@ -126,6 +151,13 @@ def main() -> None:
                     )
                     per_1k = max(0.0, both - alone) * 1e6 / args.deltas
                     print(f"{prefix:>14,} {args.deltas:>7} {per_1k:>9.0f}")
+                if args.args_deltas:
+                    print(f"{'arg deltas':>10} {'bytes/delta':>11}")
+                for deltas in args.args_deltas:
+                    before = _wchar(server.pid)
+                    _ingest(http, server.pid, _args_body(deltas))
+                    per_delta = (_wchar(server.pid) - before) / (deltas + 2)
+                    print(f"{deltas:>10,} {per_delta:>11,.0f}")
         finally:
             server.terminate()
             server.wait()

@@ -15,11 +15,7 @@ import sys
 
 from openai import AsyncOpenAI
 
-from partwire import Runtime, load_settings
-from partwire.protocol.converters.openai_chat import OpenAIChatConverter
-from partwire.schema.input import SessionCreateInput
-from partwire.schema.part import ToolPart
-from partwire.session.ingest import feed
+from partwire import Runtime, SessionCreateInput, converter, load_settings
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [
@@ -30,7 +26,7 @@ TOOLS = [
 ]
 
 
-def openai_call(part: ToolPart) -> dict:
+def openai_call(part) -> dict:  # a tool part of the message
     arguments = json.dumps(part.state.input)
     return {
         "id": part.call_id,
@@ -52,16 +48,16 @@ async def main(question: str) -> None:
         messages: list[dict] = [{"role": "user", "content": question}]
         async with runtime.record(session.id, prompt=question, model="openai/gpt") as msg:
             for _ in range(5):  # model call, tools, again, until it answers
-                converter = OpenAIChatConverter()
+                chunks = converter("openai-chat")
                 stream = await client.chat.completions.create(
                     model=os.environ.get("MODEL", "gpt-4o-mini"), messages=messages,
                     tools=TOOLS, stream=True, stream_options={"include_usage": True},
                 )  # fmt: skip
                 async for chunk in stream:
-                    for event in converter.feed(chunk):
-                        await feed(msg, event)  # recorded and published as it arrives
-                for event in converter.end():
-                    await feed(msg, event)
+                    for event in chunks.feed(chunk):
+                        await msg.feed(event)  # recorded and published as it arrives
+                for event in chunks.end():
+                    await msg.feed(event)
                 calls = [
                     p for p in msg.builder.parts if p.type == "tool" and p.state.status == "running"
                 ]

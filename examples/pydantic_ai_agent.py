@@ -14,10 +14,7 @@ import sys
 
 from pydantic_ai import Agent
 
-from partwire import Runtime, load_settings
-from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
-from partwire.schema.input import SessionCreateInput
-from partwire.session.ingest import feed
+from partwire import Runtime, SessionCreateInput, converter, load_settings
 
 agent = Agent(os.environ.get("MODEL", "test"), instructions="Answer briefly; look facts up.")
 
@@ -33,14 +30,14 @@ async def main(question: str) -> None:
     await runtime.start()
     try:
         session = await runtime.sessions.create(SessionCreateInput(title="pydantic-ai"))
-        converter = PydanticAIConverter()
+        events_in = converter("pydantic-ai")
         async with runtime.record(session.id, prompt=question, model="pydantic-ai/agent") as msg:
             async with agent.run_stream_events(question) as events:
                 async for event in events:
-                    for ingest_event in converter.feed(event):
-                        await feed(msg, ingest_event)
-            for ingest_event in converter.end():
-                await feed(msg, ingest_event)
+                    for ingest_event in events_in.feed(event):
+                        await msg.feed(ingest_event)
+            for ingest_event in events_in.end():
+                await msg.feed(ingest_event)
         print(msg.builder.build().content)
         print(f"session {session.id}", file=sys.stderr)
     finally:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import partwire
 
 EXPECTED = [
+    "AbortedError",
     "BadRequestError",
+    "BuilderError",
     "Bus",
     "ClientState",
     "Event",
@@ -14,7 +16,10 @@ EXPECTED = [
     "PartwireClient",
     "PartwireError",
     "ProviderError",
+    "Recording",
+    "RejectedError",
     "Runtime",
+    "SessionCreateInput",
     "Settings",
     "StreamingMessageBuilder",
     "Tool",
@@ -22,6 +27,7 @@ EXPECTED = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "converter",
     "create_app",
     "load_settings",
     "reduce",

@@ -32,3 +32,17 @@ def test_its_tool_count_matches_the_tools(monkeypatch: pytest.MonkeyPatch) -> No
     registry.load_builtin_tools()
     said = re.findall(r"the (\w+) built-ins", README)
     assert said and all(NUMBERS[word] == len(registry.all_tools()) for word in said), said
+
+
+def test_the_own_loop_example_uses_only_exported_names() -> None:
+    import ast
+
+    import partwire
+
+    section = README.split("## Use partwire with your own agent loop", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    imports = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.ImportFrom)]
+    assert imports and all(node.module == "partwire" for node in imports)
+    for node in imports:
+        for alias in node.names:
+            assert alias.name in partwire.__all__, alias.name

@@ -18,22 +18,34 @@ if TYPE_CHECKING:
     from partwire.client.reducer import ClientState, reduce
     from partwire.config import Settings, load_settings
     from partwire.errors import (
+        AbortedError,
         BadRequestError,
+        BuilderError,
         NotFoundError,
         PartwireError,
         ProviderError,
+        RejectedError,
         ToolError,
     )
+    from partwire.protocol.converters import converter
     from partwire.providers.base import LanguageModel
     from partwire.providers.registry import register_provider
     from partwire.runtime import Runtime
     from partwire.schema.event import Event
+    from partwire.schema.input import SessionCreateInput
     from partwire.server.app import create_app
     from partwire.server.runner import serve_in_background
+    from partwire.session.recorder import Recording
     from partwire.tools.base import Tool, ToolContext, ToolResult
     from partwire.tools.registry import register_tool
 
 _HOMES = {
+    "AbortedError": "partwire.errors",
+    "BuilderError": "partwire.errors",
+    "RejectedError": "partwire.errors",
+    "Recording": "partwire.session.recorder",
+    "SessionCreateInput": "partwire.schema.input",
+    "converter": "partwire.protocol.converters",
     "BadRequestError": "partwire.errors",
     "Bus": "partwire.bus",
     "ClientState": "partwire.client.reducer",
@@ -73,7 +85,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AbortedError",
     "BadRequestError",
+    "BuilderError",
     "Bus",
     "ClientState",
     "Event",
@@ -82,7 +96,10 @@ __all__ = [
     "PartwireClient",
     "PartwireError",
     "ProviderError",
+    "Recording",
+    "RejectedError",
     "Runtime",
+    "SessionCreateInput",
     "Settings",
     "StreamingMessageBuilder",
     "Tool",
@@ -90,6 +107,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "__version__",
+    "converter",
     "create_app",
     "load_settings",
     "reduce",

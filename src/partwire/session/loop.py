@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partwire import ids
 from partwire.clock import now_ms
@@ -52,7 +52,6 @@ from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
 from partwire.session.ownership import Ownership
-from partwire.session.processor import Processor
 from partwire.session.prompt import (
     UNTITLED_PREFIX,
     prompt_words,
@@ -67,6 +66,9 @@ from partwire.session.status import StatusTracker
 from partwire.session.titles import Titler
 from partwire.session.toolhost import ToolHost
 from partwire.session.writer import save_message
+
+if TYPE_CHECKING:
+    from partwire.session.processor import Processor
 from partwire.skills import system_text
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, ToolContext
@@ -540,6 +542,8 @@ class SessionLoop:
 
         async def set_status(status: SessionStatus) -> None:
             await self.status.set(session_id, status)
+
+        from partwire.session.processor import Processor  # with the first prompt: a lean start
 
         processor = Processor(
             self.store,

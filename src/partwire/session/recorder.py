@@ -19,10 +19,24 @@ from typing import Any
 from partwire import ids
 from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms
-from partwire.errors import AbortedError, BadRequestError, RejectedError
+from partwire.errors import AbortedError, BadRequestError, BuilderError, RejectedError
 from partwire.schema.base import Tokens
 from partwire.schema.event import SessionError, SessionErrorProps
 from partwire.schema.frames import BuiltMessage, Frame
+from partwire.schema.ingest import (
+    FileAdded,
+    IngestEvent,
+    IngestStart,
+    ReasoningDelta,
+    StepFinish,
+    StepStart,
+    StreamError,
+    TextDelta,
+    ToolArgsDelta,
+    ToolCall,
+    ToolCallStart,
+    ToolResult,
+)
 from partwire.schema.message import (
     ABORTED_MESSAGE,
     AssistantMessage,
@@ -163,6 +177,45 @@ class Recording:
             if self.aborted:
                 raise AbortedError("The session was aborted; this message takes no more calls.")
             yield
+
+    async def feed(self, event: IngestEvent) -> None:
+        """Make the call an ingest event stands for (schema/ingest.py: what converters and
+        ``POST /session/{id}/ingest`` produce); BuilderError when it is out of order."""
+        if isinstance(event, IngestStart):
+            raise BuilderError("a start line may only be the first line")
+        if isinstance(event, StreamError):
+            if self.builder.done:
+                raise BuilderError("an error after the message ended")
+            await self.fail(event.message)
+            return
+        await self._call_for(event)
+
+    async def _call_for(self, event: IngestEvent) -> None:
+        match event:
+            case TextDelta(delta=delta):
+                await self.add_text_delta(delta)
+            case ReasoningDelta(delta=delta):
+                await self.add_reasoning_delta(delta)
+            case ToolCallStart(call_id=call_id, tool=tool):
+                await self.start_tool_call(call_id, tool)
+            case ToolArgsDelta(call_id=call_id, delta=delta):
+                await self.add_tool_args_delta(call_id, delta)
+            case ToolCall(call_id=call_id, tool=tool, input=args):
+                await self.add_tool_call(call_id, tool, args)
+            case ToolResult():
+                await self.add_tool_result(
+                    event.call_id,
+                    event.output,
+                    event.is_error,
+                    title=event.title,
+                    metadata=event.metadata,
+                )
+            case FileAdded(mime=mime, url=url, filename=filename):
+                await self.add_file(mime, url, filename)
+            case StepStart():
+                await self.start_step()
+            case StepFinish(tokens=tokens, cost=cost, reason=reason):
+                await self.finish_step(tokens, cost, reason)
 
     # ---- asks tied to a tool call --------------------------------------------------------
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 
-from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms as _now
 from partwire.schema.event import (
     Draft,
@@ -30,7 +29,6 @@ from partwire.schema.event import (
     SessionStatusProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.frames import PartComplete
 from partwire.schema.message import (
     RESTART_INTERRUPTED,
     TOOL_RESTART_INTERRUPTED,
@@ -50,6 +48,8 @@ def _closed_parts(open_parts: list[Part], now: int) -> dict[str, Part]:
     """The terminal forms of parts a crash left open (part id → part), closed by the
     builder as a live message's are: streaming text gets its end time, an open tool call
     ends in error with a text the model sees as its result."""
+    from partwire.builder import StreamingMessageBuilder  # only when a crash left parts open
+
     by_message: dict[str, list[Part]] = {}
     for part in open_parts:
         by_message.setdefault(part.message_id, []).append(part)
@@ -57,7 +57,7 @@ def _closed_parts(open_parts: list[Part], now: int) -> dict[str, Part]:
     for message_id, parts in by_message.items():
         builder = StreamingMessageBuilder.resume(message_id, parts, clock=lambda: now)
         for frame in builder.close_open(TOOL_RESTART_INTERRUPTED):
-            if isinstance(frame, PartComplete):
+            if frame.type == "part_complete":
                 closed[frame.part.id] = frame.part
     return closed
 

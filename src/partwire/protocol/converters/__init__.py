@@ -4,7 +4,7 @@ Each converter is pure and keeps only the state its format needs (which block is
 which tool call an index names). ``feed`` takes one item of the stream (a decoded JSON
 line, or an in-process event object) and returns the ingest events it stands for;
 ``end`` closes what the stream left open. Feed the events to a recording
-(:func:`partwire.session.ingest.feed`) or send them to ``POST /session/{id}/ingest``.
+(``Recording.feed``) or send them to ``POST /session/{id}/ingest``.
 """
 
 from __future__ import annotations
@@ -37,3 +37,17 @@ def formats() -> dict[str, Callable[[], Converter]]:
         "claude-code": ClaudeCodeConverter,
         "opencode": OpencodeConverter,
     }
+
+
+def converter(name: str) -> Converter:
+    """A new converter for format ``name``: one of :func:`formats`, or ``pydantic-ai``
+    (the events of ``agent.run_stream_events()``, in process)."""
+    if name == "pydantic-ai":
+        from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
+
+        return PydanticAIConverter()
+    made = formats().get(name)
+    if made is None:
+        known = ", ".join([*formats(), "pydantic-ai"])
+        raise ValueError(f"no converter for {name!r}: use one of {known}")
+    return made()

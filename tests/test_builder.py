@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 from partwire import StreamingMessageBuilder
 from partwire.errors import BuilderError
 from partwire.protocol.partframes import FrameReducer, reduce_frames
+from partwire.schema.base import Tokens
 from partwire.schema.frames import Frame, frame_adapter
+from partwire.schema.part import APIError, APIErrorData
 
 
 def _builder(role: str = "assistant") -> StreamingMessageBuilder:
@@ -156,20 +159,66 @@ def test_illegal_sequences_raise_and_change_nothing(
 # ---- every legal sequence: its frames reduce to build() -------------------------------------
 
 
+class _Kw(dict[str, Any]):
+    """A call's keyword arguments, in a drawn call sequence."""
+
+
+@dataclass
+class _Open:
+    """What a drawn call sequence has left open, so the next call drawn is legal."""
+
+    pending: list[str] = field(default_factory=list)  # started, arguments streaming
+    running: list[str] = field(default_factory=list)
+    named: list[tuple[str, str]] = field(default_factory=list)  # named streams: (kind, id)
+    step_open: bool = False
+
+
+_PROCESSOR_CHOICES = {"named", "grow", "end", "badcall", "update", "retry", "patch"}
+
+
+def _processor_call(draw: st.DrawFn, choice: str, n: int, open_: _Open) -> tuple[Any, ...]:
+    """The calls the built-in processor makes that an external loop's stream does not."""
+    if choice == "named":
+        kind = draw(st.sampled_from(["text", "reasoning"]))
+        open_.named.append((kind, f"s{n}"))
+        return (f"start_{kind}", f"s{n}")
+    if choice == "grow":
+        kind, stream = draw(st.sampled_from(open_.named))
+        return (f"add_{kind}_delta", draw(st.text(max_size=6)), _Kw(stream_id=stream))
+    if choice == "end":
+        kind, stream = draw(st.sampled_from(open_.named))
+        open_.named.remove((kind, stream))
+        return (f"end_{kind}", stream, _Kw(metadata={"n": n}))
+    if choice == "badcall":
+        return ("add_tool_call", f"c{n}", "read", "{oops", _Kw(bad_arguments="error"))
+    if choice == "update":
+        return ("update_tool", draw(st.sampled_from(open_.running)), _Kw(title=f"t{n}"))
+    if choice == "retry":
+        open_.pending.clear()
+        open_.running.clear()
+        open_.named.clear()
+        open_.step_open = False
+        return ("add_retry", n, _API_ERROR)
+    return ("add_patch", "abc123", ["/p/a.py"])
+
+
 @st.composite
 def legal_calls(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     """A random legal call sequence, tracking what each call makes legal next."""
     calls: list[tuple[Any, ...]] = []
-    pending: list[str] = []  # started, arguments streaming
-    running: list[str] = []
-    step_open = False
+    open_ = _Open()
+    pending, running = open_.pending, open_.running
     text = st.text(min_size=0, max_size=6)
     for n in range(draw(st.integers(0, 25))):
         options = ["text", "reasoning", "start", "call", "file", "step"]
-        options += ["args", "complete"] * bool(pending) + ["result"] * bool(running)
+        options += ["named", "badcall", "retry", "patch"]
+        options += ["args", "complete"] * bool(pending) + ["result", "update"] * bool(running)
+        options += ["grow", "end"] * bool(open_.named)
         choice = draw(st.sampled_from(options))
         call_id = f"c{n}"
-        if choice == "text":
+        if choice in _PROCESSOR_CHOICES:
+            calls.append(_processor_call(draw, choice, n, open_))
+        elif choice == "text":
             calls.append(("add_text_delta", draw(text)))
         elif choice == "reasoning":
             calls.append(("add_reasoning_delta", draw(text)))
@@ -192,26 +241,30 @@ def legal_calls(draw: st.DrawFn) -> list[tuple[Any, ...]]:
             calls.append(("add_tool_result", done, draw(text), draw(st.booleans())))
         elif choice == "file":
             calls.append(("add_file", "text/plain", "file:///a.txt", None))
-        elif step_open:
+        elif open_.step_open:
             usage = {"input": draw(st.integers(0, 50)), "output": draw(st.integers(0, 50))}
             calls.append(("finish_step", usage, draw(st.sampled_from([0.0, 0.5, 1.25]))))
-            step_open = False
+            open_.step_open = False
         else:
             calls.append(("start_step",))
-            step_open = True
+            open_.step_open = True
     ending = draw(st.sampled_from(["finish", "fail", "abort"]))
     calls.append({"finish": ("finish",), "fail": ("fail", "boom"), "abort": ("abort",)}[ending])
     return calls
+
+
+_API_ERROR = APIError(data=APIErrorData(message="overloaded", isRetryable=True))
 
 
 def _play(calls: list[tuple[Any, ...]]) -> tuple[StreamingMessageBuilder, list[list[Frame]]]:
     b = _builder()
     per_call: list[list[Frame]] = []
     for name, *args in calls:
+        keywords = args.pop() if args and isinstance(args[-1], _Kw) else {}
         if name == "abort":
             per_call.append(b.fail("stopped", aborted=True))
         else:
-            per_call.append(getattr(b, name)(*args))
+            per_call.append(getattr(b, name)(*args, **keywords))
     return b, per_call
 
 
@@ -263,3 +316,115 @@ def test_build_is_a_look_and_finish_still_sends_the_closing_frames() -> None:
     frames = b.finish()
     assert _types(frames)[-2:] == ["part_complete", "message_complete"]
     assert b.build() == frames[-1].message  # type: ignore[union-attr]
+
+
+# ---- what the built-in processor needs --------------------------------------------------------
+
+
+def test_named_streams_interleave_and_other_parts_leave_them_open() -> None:
+    b = _builder()
+    b.start_reasoning("r1")
+    b.start_text("t1")
+    b.add_reasoning_delta("think ", stream_id="r1")
+    b.add_text_delta("say ", stream_id="t1")
+    b.add_tool_call("c1", "read", {"path": "a"})  # does not end the named streams
+    b.add_reasoning_delta("more", stream_id="r1")
+    b.add_text_delta("more", stream_id="t1")
+    ended = b.end_reasoning("r1", metadata={"signature": "sig"})
+    assert ended[0].part.text == "think more"  # type: ignore[union-attr]
+    assert ended[0].part.metadata == {"signature": "sig"}  # type: ignore[union-attr]
+    assert ended[0].part.time.end is not None  # type: ignore[union-attr]
+    with pytest.raises(BuilderError, match="not open"):
+        b.end_reasoning("r1")
+    with pytest.raises(BuilderError, match="before its start"):
+        b.grow("reasoning", "r1", "late")
+    index = b.grow("text", "t1", "!")
+    assert b.part(index).text == "say more!"  # type: ignore[union-attr]
+    built = b.build()
+    assert [p.type for p in built.parts] == ["reasoning", "text", "tool"]
+    assert built.parts[1].time.end is not None  # type: ignore[union-attr]
+
+
+def test_bad_arguments_can_end_the_call_in_error_for_the_model_to_see() -> None:
+    b = _builder()
+    frames = b.add_tool_call("c1", "read", "{nope", bad_arguments="error")
+    assert _types(frames) == ["message_start", "part_start", "part_complete"]
+    state = b.tool_part("c1").state
+    assert state.status == "error"
+    assert state.error.startswith("The read tool input is not valid JSON (")  # type: ignore[union-attr]
+    b.start_tool_call("c2", "bash")
+    b.add_tool_args_delta("c2", "[1]")
+    assert _types(b.add_tool_call("c2", "bash", "[1]", bad_arguments="error")) == ["part_complete"]
+    assert "must be a JSON object" in b.tool_part("c2").state.error  # type: ignore[union-attr]
+
+
+def test_a_running_tool_updates_its_title_and_metadata_and_nothing_else_may() -> None:
+    b = _builder()
+    b.add_tool_call("c1", "bash", {"command": "make"})
+    frames = b.update_tool("c1", title="make", metadata={"output": "cc a.c"})
+    assert _types(frames) == ["part_update"]
+    b.add_tool_result("c1", "done", attachments=[{"type": "file", "url": "data:,x"}])
+    state = b.tool_part("c1").state
+    assert state.title == "make" and state.attachments == [{"type": "file", "url": "data:,x"}]  # type: ignore[union-attr]
+    with pytest.raises(BuilderError, match="completed, not running"):
+        b.update_tool("c1", title="again")
+
+
+def test_close_open_ends_every_open_part_and_leaves_the_message_open() -> None:
+    b = _builder()
+    b.start_text("t1")
+    b.add_text_delta("half", stream_id="t1")
+    b.add_tool_call("c1", "bash", {})
+    b.start_tool_call("c2", "read")
+    b.add_tool_args_delta("c2", '{"pa')
+    frames = b.close_open("stopped here")
+    assert _types(frames) == ["part_complete"] * 3
+    assert [p.state.error for p in b.parts[1:]] == ["stopped here"] * 2  # type: ignore[union-attr]
+    assert not b.done and b.open_calls() == []
+    b.add_text_delta("and on")
+    assert b.build().parts[-1].text == "and on"  # type: ignore[union-attr]
+
+
+def test_a_retry_closes_what_the_failed_call_left_and_a_new_step_may_start() -> None:
+    b = _builder()
+    b.start_step(snapshot="s0")
+    b.add_tool_call("c1", "bash", {})
+    frames = b.add_retry(1, _API_ERROR)
+    assert _types(frames) == ["part_complete", "part_start", "part_complete"]
+    b.start_step(snapshot="s0")
+    b.add_patch("s0", ["/p/a.py"])
+    b.finish_step({"input": 1}, snapshot="s1")
+    parts = b.build().parts
+    assert [p.type for p in parts] == [
+        "step-start", "tool", "retry", "step-start", "patch", "step-finish"
+    ]  # fmt: skip
+    assert parts[1].state.status == "error" and parts[5].snapshot == "s1"  # type: ignore[union-attr]
+
+
+def test_fail_keeps_a_named_error_and_usage_adds_to_the_totals() -> None:
+    b = _builder()
+    b.add_usage(Tokens(input=7, total=7))
+    b.set_finish_reason("length")
+    error = APIError(data=APIErrorData(message="rate limited", isRetryable=False))
+    b.add_tool_call("c1", "bash", {})
+    b.fail(error)
+    built = b.build()
+    assert built.error == error and built.tokens.input == 7 and built.finish == "length"
+    assert built.parts[0].state.error == "rate limited"  # type: ignore[union-attr]
+
+
+def test_resume_closes_what_a_crash_left_open() -> None:
+    first = _builder()
+    first.start_text("t1")
+    first.add_text_delta("partial", stream_id="t1")
+    first.add_tool_call("c1", "bash", {})
+    first.start_tool_call("c2", "read")
+    stored = first.parts  # as the store holds them
+    again = StreamingMessageBuilder.resume("msg_1", stored, session_id="ses_1")
+    frames = again.close_open("interrupted")
+    closed = {f.part.id: f.part for f in frames if f.type == "part_complete"}  # type: ignore[union-attr]
+    assert len(closed) == 3
+    text, call, started = stored
+    assert closed[text.id].text == "partial" and closed[text.id].time.end is not None  # type: ignore[union-attr]
+    assert closed[call.id].state.error == "interrupted"  # type: ignore[union-attr]
+    assert closed[started.id].state.status == "error"  # type: ignore[union-attr]

@@ -28,7 +28,7 @@ from partwire.providers.stream import (
 from partwire.runtime import Runtime
 from tests.scripted import ScriptedModel, finish, text_reply
 from tests.session.helpers import new_session, prompt_body
-from tests.session.test_builder import legal_calls
+from tests.test_builder import legal_calls
 
 
 async def _record(runtime: Runtime, calls: list[tuple[Any, ...]]) -> str:

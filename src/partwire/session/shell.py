@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from partwire import ids
-from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms as _now
 from partwire.schema.message import (
     AssistantMessage,
@@ -47,6 +46,8 @@ async def run_shell(
     """Run ``command`` in the project and store it as a user turn (``message_id``, when the
     client chose one) plus an assistant message holding a bash tool call, both built by
     the builder and written by the writer, as any other message."""
+    from partwire.builder import StreamingMessageBuilder  # with the first use: a lean start
+
     user = UserMessage(
         id=message_id or ids.message_id(),
         session_id=session.id,

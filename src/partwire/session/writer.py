@@ -13,8 +13,8 @@ of a burst into one commit.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
-from partwire.builder import StreamingMessageBuilder
 from partwire.clock import now_ms
 from partwire.errors import StorageError
 from partwire.schema.event import (
@@ -25,18 +25,13 @@ from partwire.schema.event import (
     PartUpdatedProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
-from partwire.schema.frames import (
-    BuiltMessage,
-    Frame,
-    MessageComplete,
-    PartComplete,
-    PartDelta,
-    PartStart,
-    PartUpdate,
-)
 from partwire.schema.message import AssistantMessage, Message
 from partwire.schema.part import Part
 from partwire.storage.base import Store
+
+if TYPE_CHECKING:  # a prompt's parts are saved without loading the builder (a lean start)
+    from partwire.builder import StreamingMessageBuilder
+    from partwire.schema.frames import BuiltMessage, Frame
 
 FLUSH_MIN_CHARS = 16_384
 ARGS_EVERY_DELTA_CHARS = 4096
@@ -97,7 +92,13 @@ def completed_info(info: Message, built: BuiltMessage) -> Message:
 
 def _completed_next(frames: list[Frame], position: int) -> bool:
     after = frames[position + 1] if position + 1 < len(frames) else None
-    return isinstance(after, PartComplete) and after.part_index == frames[position].part_index  # type: ignore[union-attr]
+    start = frames[position]
+    return (
+        after is not None
+        and after.type == "part_complete"
+        and start.type == "part_start"
+        and after.part_index == start.part_index
+    )
 
 
 class MessageWriter:
@@ -114,21 +115,21 @@ class MessageWriter:
 
     async def write(self, frames: list[Frame]) -> None:
         for position, frame in enumerate(frames):
-            if isinstance(frame, PartStart):
+            if frame.type == "part_start":
                 if _completed_next(frames, position):
                     continue  # a part whole at once (a step's start): written once, complete
                 streaming = frame.part.type in ("text", "reasoning")
                 await save_part(self.store, frame.part, streaming=streaming)
-            elif isinstance(frame, PartDelta):
+            elif frame.type == "part_delta":
                 if frame.args_delta is not None:
                     await self._args_delta(frame.part_index, frame.args_delta)
                 else:
                     assert frame.delta is not None
                     await self.text_delta(frame.part_index, frame.delta)
-            elif isinstance(frame, PartUpdate | PartComplete):
+            elif frame.type in ("part_update", "part_complete"):
                 self._pending.pop(frame.part_index, None)
                 await save_part(self.store, frame.part)
-            elif isinstance(frame, MessageComplete):
+            elif frame.type == "message_complete":
                 await self._complete(frame.message)
 
     async def write_message_first(self, frames: list[Frame]) -> None:
@@ -136,10 +137,10 @@ class MessageWriter:
         small write likeliest to fit; the parts' ends follow as far as they fit (recovery
         closes what is left at the next start)."""
         for frame in frames:
-            if isinstance(frame, MessageComplete):
+            if frame.type == "message_complete":
                 await self._complete(frame.message)
         with contextlib.suppress(StorageError):
-            await self.write([f for f in frames if not isinstance(f, MessageComplete)])
+            await self.write([f for f in frames if f.type != "message_complete"])
 
     async def text_delta(self, index: int, delta: str) -> None:
         """Text the builder's part ``index`` grew by: a delta event; the row is rewritten

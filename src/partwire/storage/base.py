@@ -58,6 +58,13 @@ class Store(Protocol):
         """Log and publish events that change no row (status, idle)."""
         ...
 
+    def announce(self, events: list[Draft]) -> None:
+        """Publish events on this server's bus now, unlogged, when the store cannot take
+        them (its write lock held elsewhere, the disk full): clients see a message end or
+        a session go idle at once. The logged write follows when the store takes it
+        again, or recovery makes it at the next start."""
+        ...
+
     async def recover_session(self, session_id: str) -> None:
         """Finish what another server left unfinished in this session (it is gone)."""
         ...

@@ -271,6 +271,9 @@ class SqliteStore:
     async def publish(self, events: list[Draft]) -> None:
         await self._submit(Write(events=events))
 
+    def announce(self, events: list[Draft]) -> None:
+        self.bus.publish_many([draft.with_id(ids.event_id()) for draft in events])
+
     async def recover_session(self, session_id: str) -> None:
         """Finish what the server that ran this session left unfinished (it is gone)."""
         await self._submit(SessionRecovery(session_id))

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from partwire.config import Settings
+from partwire.errors import StorageError
 from partwire.runtime import Runtime
+from partwire.schema.message import AssistantWithParts
 from partwire.schema.part import TextPart
 from tests.scripted import ScriptedModel, text_reply
 from tests.session.helpers import new_session, prompt_body
@@ -85,19 +87,31 @@ async def test_a_really_full_disk_ends_the_message_visibly(
             await runtime.stop()
 
 
+async def _long_answer(runtime: Runtime, model: ScriptedModel) -> tuple[str, asyncio.Task[AssistantWithParts]]:
+    """A session streaming a long answer, a moment in."""
+    model.delay_s = 0.0005
+    model.enqueue(text_reply(*[f"w{i} " for i in range(50_000)]))
+    sid = await new_session(runtime)
+    answer = asyncio.create_task(runtime.loop.prompt(sid, prompt_body("go")))
+    await asyncio.sleep(0.3)
+    return sid, answer
+
+
+def _hold_write_lock(runtime: Runtime) -> sqlite3.Connection:
+    """Another process's connection holding SQLite's write lock until it rolls back."""
+    holder = sqlite3.connect(runtime.settings.database_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    return holder
+
+
 async def test_a_write_lock_held_elsewhere_ends_the_message_with_its_name(
     runtime: Runtime, model: ScriptedModel
 ) -> None:
     """Another process holds SQLite's write lock past the busy timeout: the message ends
     with an error that says so, clients see it, and the session works once it is let go."""
     sub = runtime.bus.subscribe_all()
-    model.delay_s = 0.0005
-    model.enqueue(text_reply(*[f"w{i} " for i in range(50_000)]))
-    sid = await new_session(runtime)
-    answer = asyncio.create_task(runtime.loop.prompt(sid, prompt_body("go")))
-    await asyncio.sleep(0.3)
-    holder = sqlite3.connect(runtime.settings.database_path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    sid, answer = await _long_answer(runtime, model)
+    holder = _hold_write_lock(runtime)
     try:
         await asyncio.sleep(6.5)  # past the 5 s busy timeout
     finally:
@@ -112,3 +126,41 @@ async def test_a_write_lock_held_elsewhere_ends_the_message_with_its_name(
     assert again.info.error is None and again.info.finish == "stop"
     first = (await runtime.store.list_messages(sid))[1]  # the answer the lock stopped
     assert first.info.error is not None and first.info.time.completed is not None  # type: ignore[union-attr]
+
+
+async def test_a_write_lock_held_for_good_still_ends_the_message_for_clients(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    """The lock is not let go: clients are told the message's end, the session's error and
+    its idle status unlogged, while the store takes no write; once the lock is gone, the
+    message's end is stored and the session answers again."""
+    sub = runtime.bus.subscribe_all()
+    sid, answer = await _long_answer(runtime, model)
+    holder = _hold_write_lock(runtime)
+    seen: list[str] = []
+    try:
+        ended = False
+        for _ in range(400):  # the busy timeout (5 s) twice over, and some
+            await asyncio.sleep(0.05)
+            for event in sub.drain():
+                info = getattr(event.properties, "info", None)
+                if event.type == "message.updated" and getattr(info, "error", None) is not None:
+                    ended = True
+                seen.append(event.type)
+            if ended and "session.idle" in seen:
+                break
+        assert ended and "session.error" in seen and "session.idle" in seen, seen
+        with pytest.raises(StorageError):
+            await asyncio.wait_for(answer, 1)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    for _ in range(100):  # the message's end is stored once the store takes writes again
+        stored = (await runtime.store.list_messages(sid))[1]
+        if stored.info.time.completed is not None:  # type: ignore[union-attr]
+            break
+        await asyncio.sleep(0.1)
+    assert stored.info.error is not None and stored.info.time.completed is not None  # type: ignore[union-attr]
+    model.enqueue(text_reply("fine"))
+    again = await runtime.loop.prompt(sid, prompt_body("again"))
+    assert again.info.error is None and again.info.finish == "stop"

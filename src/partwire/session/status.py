@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from partwire.errors import StorageError
 from partwire.schema.event import (
     Event,
     SessionIdle,
@@ -46,7 +47,11 @@ class StatusTracker:
             events.append(SessionIdle(SessionRef(session_id=session_id)))
         else:
             self._statuses[session_id] = status
-        await self._store.publish(events)
+        try:
+            await self._store.publish(events)
+        except StorageError:  # the store takes no write now: clients still see the status
+            self._store.announce(list(events))
+            raise
 
     async def busy(self, session_id: str) -> None:
         await self.set(session_id, StatusBusy())

@@ -12,7 +12,9 @@ of a burst into one commit.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 from partwire.clock import now_ms
@@ -23,6 +25,8 @@ from partwire.schema.event import (
     MessageUpdated,
     PartDeltaProps,
     PartUpdatedProps,
+    SessionError,
+    SessionErrorProps,
 )
 from partwire.schema.event import MessageInfo as MessageInfoProps
 from partwire.schema.message import AssistantMessage, Message
@@ -33,7 +37,11 @@ if TYPE_CHECKING:  # a prompt's parts are saved without loading the builder (a l
     from partwire.builder import StreamingMessageBuilder
     from partwire.schema.frames import BuiltMessage, Frame
 
+log = logging.getLogger(__name__)
 FLUSH_MIN_CHARS = 16_384
+SAVE_LATER_EVERY_S = 1.0
+SAVE_LATER_TRIES = 600  # ten minutes of a store that takes no write; then recovery does it
+_later: set[asyncio.Task[None]] = set()  # the background writes, kept until they end
 ARGS_EVERY_DELTA_CHARS = 4096
 
 
@@ -72,6 +80,11 @@ async def save_part(
 
 async def save_message(store: Store, info: Message) -> None:
     await store.put_message(info, [message_event(info)])
+
+
+def _session_error(info: Message) -> Draft:
+    error = getattr(info, "error", None)
+    return SessionError(SessionErrorProps(session_id=info.session_id, error=error))
 
 
 def completed_info(info: Message, built: BuiltMessage) -> Message:
@@ -133,14 +146,40 @@ class MessageWriter:
                 await self._complete(frame.message)
 
     async def write_message_first(self, frames: list[Frame]) -> None:
-        """The store refused a write (disk full): the message's end goes first, as the
-        small write likeliest to fit; the parts' ends follow as far as they fit (recovery
-        closes what is left at the next start)."""
+        """The store refused a write (disk full, its lock held elsewhere): clients are told
+        the message's end at once (unlogged), then it is written first, as the small write
+        likeliest to fit, and the parts' ends follow as far as they fit (recovery closes
+        what is left at the next start). When even the message cannot be written, clients
+        are told the session's error too, the write is tried again in the background until
+        the store takes it, and the StorageError goes on up."""
         for frame in frames:
-            if frame.type == "message_complete":
-                await self._complete(frame.message)
+            if frame.type != "message_complete":
+                continue
+            self.info = completed_info(self.info, frame.message)
+            self.store.announce([message_event(self.info)])
+            try:
+                await save_message(self.store, self.info)
+            except StorageError:
+                self.store.announce([_session_error(self.info)])
+                task = asyncio.create_task(self._save_later(self.info))
+                _later.add(task)
+                task.add_done_callback(_later.discard)
+                raise
         with contextlib.suppress(StorageError):
             await self.write([f for f in frames if f.type != "message_complete"])
+
+    async def _save_later(self, info: Message) -> None:
+        for _ in range(SAVE_LATER_TRIES):
+            await asyncio.sleep(SAVE_LATER_EVERY_S)
+            try:
+                await save_message(self.store, info)
+                return
+            except StorageError:
+                continue
+            except Exception:  # the store closed meanwhile: recovery ends it at the start
+                log.warning("message %s: its end was not stored before the stop", info.id)
+                return
+        log.error("message %s: its end could not be stored; recovery ends it", info.id)
 
     async def text_delta(self, index: int, delta: str) -> None:
         """Text the builder's part ``index`` grew by: a delta event; the row is rewritten

@@ -87,7 +87,10 @@ async def test_a_really_full_disk_ends_the_message_visibly(
             await runtime.stop()
 
 
-async def _long_answer(runtime: Runtime, model: ScriptedModel) -> tuple[str, asyncio.Task[AssistantWithParts]]:
+Answer = asyncio.Task[AssistantWithParts]
+
+
+async def _long_answer(runtime: Runtime, model: ScriptedModel) -> tuple[str, Answer]:
     """A session streaming a long answer, a moment in."""
     model.delay_s = 0.0005
     model.enqueue(text_reply(*[f"w{i} " for i in range(50_000)]))

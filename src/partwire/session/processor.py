@@ -194,6 +194,8 @@ class Processor:
     async def finish_aborted(self) -> AssistantMessage:
         """End as stopped: by a user, or (``stop_reason`` "shutdown") by the server's own
         stop, which clients label a restart."""
+        if self.builder.done:  # the stop came as the message was being stored complete
+            return self.message
         await self._stop_tools()
         self.builder.add_usage(self._estimated_usage())
         error = aborted_error(RESTART_INTERRUPTED) if self.stop_reason == "shutdown" else None

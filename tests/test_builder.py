@@ -15,7 +15,7 @@ from partwire.errors import BuilderError
 from partwire.protocol.partframes import FrameReducer, reduce_frames
 from partwire.schema.base import Tokens
 from partwire.schema.frames import Frame, frame_adapter
-from partwire.schema.part import APIError, APIErrorData
+from partwire.schema.part import APIError, APIErrorData, CompactionPart, StepStartPart
 
 
 def _builder(role: str = "assistant") -> StreamingMessageBuilder:
@@ -435,3 +435,15 @@ def test_resume_closes_what_a_crash_left_open() -> None:
     assert closed[text.id].text == "partial" and closed[text.id].time.end is not None  # type: ignore[union-attr]
     assert closed[call.id].state.error == "interrupted"  # type: ignore[union-attr]
     assert closed[started.id].state.status == "error"  # type: ignore[union-attr]
+
+
+def test_add_part_takes_a_whole_part_made_elsewhere_and_refuses_the_others() -> None:
+    b = _builder("user")
+    made = CompactionPart(id="prt_x", session_id="other", message_id="other", auto=True)
+    frames = b.add_part(made)
+    assert _types(frames) == ["message_start", "part_start", "part_complete"]
+    joined = frames[-1].part  # type: ignore[union-attr]
+    assert (joined.id, joined.session_id, joined.message_id) == ("prt_x", "ses_1", "msg_1")
+    step = StepStartPart(id="prt_y", session_id="ses_1", message_id="msg_1")
+    with pytest.raises(BuilderError, match="its own calls"):
+        b.add_part(step)

@@ -486,6 +486,20 @@ class StreamingMessageBuilder:
         part = TextPart(**self._base(), text=text, synthetic=synthetic or None)
         return frames + self._whole(part)
 
+    def add_part(self, part: Part) -> list[Frame]:
+        """A part that is whole at once, made elsewhere: a prompt's text, file, agent or
+        subtask part, a compaction request, a snapshot. It joins this message as it is
+        (its id kept). Parts that stream or change state have calls of their own."""
+        if part.type in _OWN_CALLS:
+            raise BuilderError(f"a {part.type} part is made by its own calls, not add_part")
+        if isinstance(part, TextPart) and part.time is not None and part.time.end is None:
+            raise BuilderError("a text part that is still streaming is made by add_text_delta")
+        frames = self._begin() + self._close_unnamed()
+        whole = part.model_copy(
+            update={"session_id": self.session_id, "message_id": self.message_id}
+        )
+        return frames + self._whole(whole)
+
     def add_file(self, mime: str, url: str, filename: str | None = None) -> list[Frame]:
         frames = self._begin() + self._close_unnamed()
         part = FilePart(**self._base(), mime=mime, url=url, filename=filename)
@@ -658,6 +672,7 @@ class StreamingMessageBuilder:
         return [start, self._complete(start.part_index, part)]
 
 
+_OWN_CALLS = frozenset({"tool", "reasoning", "step-start", "step-finish", "retry", "patch"})
 _RETRIED_TOOL = "The model call failed before this tool ran; it was retried"
 
 

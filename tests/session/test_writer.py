@@ -32,6 +32,9 @@ class _Store:
     async def append_delta(self, props: Any) -> None:
         self.writes.append(("delta", props.delta))
 
+    def announce(self, events: list[Any]) -> None:
+        self.writes.append(("announced", [event.type for event in events]))
+
 
 def _writer(store: _Store) -> tuple[StreamingMessageBuilder, MessageWriter]:
     info = AssistantMessage(
@@ -86,6 +89,7 @@ async def test_when_the_store_is_full_the_message_end_goes_first() -> None:
     await writer.write(builder.add_tool_call("c1", "bash", {}))
     store.full = True
     await writer.write_message_first(builder.fail("the disk is full"))
+    assert store.writes[-2:][0] == ("announced", ["message.updated"])  # clients see it at once
     assert store.writes[-1][0] == "message"
     assert store.writes[-1][1].error.data.message == "the disk is full"
 

@@ -34,7 +34,7 @@ from partwire.schema.session import Session
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import new_compaction_part
 from partwire.session.mentions import with_mentioned_files
-from partwire.session.writer import save_message, save_part
+from partwire.session.writer import save_message, save_parts
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -125,8 +125,7 @@ async def store_user_message(
     parts += _mentions(body, session.id, message.id, parts)
     parts = await with_mentioned_files(parts, project_dir)
     await save_message(store, message)
-    for part in parts:
-        await save_part(store, part, time=message.time.created)
+    await save_parts(store, message, parts)
     await touch_session(store, session, _title_from(body))
     return message
 
@@ -168,7 +167,7 @@ async def store_compaction_request(
     message = user.model_copy(update={"id": ids.message_id(), "time": UserTime(created=now_ms())})
     await save_message(store, message)
     part = new_compaction_part(session.id, message.id, auto=auto, overflow=overflow)
-    await save_part(store, part, time=message.time.created)
+    await save_parts(store, message, [part])
     return message
 
 
@@ -183,5 +182,5 @@ async def store_synthetic_text(store: Store, user: UserMessage, text: str) -> Us
         text=text,
         synthetic=True,
     )
-    await save_part(store, part, time=message.time.created)
+    await save_parts(store, message, [part])
     return message

@@ -53,7 +53,7 @@ from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.prompt import shorten_title, touch_session
 from partwire.session.status import StatusTracker
 from partwire.session.toolhost import ToolHost
-from partwire.session.writer import MessageWriter, save_message, save_part
+from partwire.session.writer import MessageWriter, save_message
 from partwire.storage.base import Store
 
 EXTERNAL = "external"
@@ -392,9 +392,7 @@ class Recorder:
         user = _user(session_id, ids.message_id(), model, agent)
         await save_message(self.store, user)
         builder = StreamingMessageBuilder(user.id, "user", session_id=session_id)
-        builder.add_text(prompt)
-        for part in builder.parts:  # a prompt is stored whole, as ours are
-            await save_part(self.store, part)
+        await MessageWriter(self.store, builder, user).write(builder.add_text(prompt))
         session = await self.store.get_session(session_id)  # named by it, as ours are
         await touch_session(self.store, session, shorten_title(" ".join(prompt.split())))
         return user.id

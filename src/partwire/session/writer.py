@@ -82,6 +82,16 @@ async def save_message(store: Store, info: Message) -> None:
     await store.put_message(info, [message_event(info)])
 
 
+async def save_parts(store: Store, info: Message, parts: list[Part]) -> None:
+    """Parts whole at once (a prompt's, a note's) joining message ``info``: through the
+    builder, each written and published once."""
+    from partwire.builder import StreamingMessageBuilder  # with the first prompt: a lean start
+
+    builder = StreamingMessageBuilder(info.id, info.role, session_id=info.session_id)
+    frames = [frame for part in parts for frame in builder.add_part(part)]
+    await MessageWriter(store, builder, info).write(frames)
+
+
 def _session_error(info: Message) -> Draft:
     error = getattr(info, "error", None)
     return SessionError(SessionErrorProps(session_id=info.session_id, error=error))

@@ -136,6 +136,14 @@ def main() -> None:
                     per_1k = used * 1e6 / args.deltas
                     row = f"{run:>4} {args.deltas:>7} {args.paced_ms:>8}"
                     print(f"{row} {per_s:>9,.0f} {per_1k:>9.0f}")
+                # before the prefix runs: their WAL checkpoints would count here
+                if args.args_deltas:
+                    print(f"{'arg deltas':>10} {'bytes/delta':>11}")
+                for deltas in args.args_deltas:
+                    before = _wchar(server.pid)
+                    _ingest(http, server.pid, _args_body(deltas))
+                    per_delta = (_wchar(server.pid) - before) / (deltas + 2)
+                    print(f"{deltas:>10,} {per_delta:>11,.0f}")
                 if args.prefix_kb:
                     print(f"{'after text KB':>14} {'deltas':>7} {'CPU ms/1k':>9}")
                 for prefix in args.prefix_kb:
@@ -151,13 +159,6 @@ def main() -> None:
                     )
                     per_1k = max(0.0, both - alone) * 1e6 / args.deltas
                     print(f"{prefix:>14,} {args.deltas:>7} {per_1k:>9.0f}")
-                if args.args_deltas:
-                    print(f"{'arg deltas':>10} {'bytes/delta':>11}")
-                for deltas in args.args_deltas:
-                    before = _wchar(server.pid)
-                    _ingest(http, server.pid, _args_body(deltas))
-                    per_delta = (_wchar(server.pid) - before) / (deltas + 2)
-                    print(f"{deltas:>10,} {per_delta:>11,.0f}")
         finally:
             server.terminate()
             server.wait()

@@ -110,6 +110,7 @@ async def main() -> None:
         counter = _Counter()
         counter.install()
         try:
+            await _text_run(runtime, 20, 200)  # warm up: imports, first pages, caches
             print(f"recorder: CPU per 1k text deltas of {DELTA_CHARS} chars")
             print(f"{'after text KB':>14} {'deltas':>7} {'CPU ms/1k':>9}")
             for prefix in args.prefix_kb:

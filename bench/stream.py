@@ -193,7 +193,7 @@ def table(results: list[Result], first: str = "long N") -> str:
                 f"{r.kb_per_delta:.2f}",
                 f"{r.bytes_per_byte:.1f}",
                 f"{r.peak_rss_mb:.1f}",
-                f"{r.cpu_ms_per_1k:.0f}",
+                f"{r.cpu_ms_per_1k:.1f}",
             )
             for r in results
         ),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from partwire.schema.base import Tokens
+
 FinishReason = Literal["stop", "length", "tool-calls", "content-filter", "error", "other"]
 
 
@@ -19,6 +21,16 @@ class Usage:
     reasoning: int = 0
     cache_read: int = 0
     cache_write: int = 0
+
+    def tokens(self) -> Tokens:
+        """As a message counts them (the total is input, output and reasoning)."""
+        return Tokens(
+            total=self.input + self.output + self.reasoning,
+            input=self.input,
+            output=self.output,
+            reasoning=self.reasoning,
+            cache=Tokens.Cache(read=self.cache_read, write=self.cache_write),
+        )
 
 
 @dataclass(frozen=True, slots=True)

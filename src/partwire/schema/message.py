@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
+from partwire import ids
+from partwire.clock import now_ms
 from partwire.schema.base import Tokens, WireModel
 from partwire.schema.part import APIError, ModelRef, Part
 
@@ -143,6 +145,34 @@ class AssistantMessage(WireModel):
     cost: float = 0
     tokens: Tokens = Tokens()
     finish: str | None = None
+
+
+def new_assistant_message(
+    *,
+    session_id: str,
+    parent_id: str,
+    provider_id: str,
+    model_id: str,
+    agent: str,
+    root: str,
+    message_id: str | None = None,
+    mode: str | None = None,
+    summary: bool | None = None,
+) -> AssistantMessage:
+    """An assistant message as it begins (every producer's: our loop, a recording, a
+    shell command): created now, in ``root``, answering ``parent_id``."""
+    return AssistantMessage(
+        id=message_id or ids.message_id(),
+        session_id=session_id,
+        time=AssistantTime(created=now_ms()),
+        parent_id=parent_id,
+        model_id=model_id,
+        provider_id=provider_id,
+        mode=mode or agent,
+        agent=agent,
+        path=MessagePath(cwd=root, root=root),
+        summary=summary,
+    )
 
 
 Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]

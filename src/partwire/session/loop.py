@@ -39,11 +39,10 @@ from partwire.schema.event import (
 from partwire.schema.input import PromptInput
 from partwire.schema.message import (
     AssistantMessage,
-    AssistantTime,
     AssistantWithParts,
-    MessagePath,
     MessageWithParts,
     UserMessage,
+    new_assistant_message,
 )
 from partwire.schema.part import ModelRef, ToolPart
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
@@ -435,22 +434,23 @@ class SessionLoop:
         return resolve_model(user.model.provider_id, user.model.model_id, self.settings)
 
     def _assistant(
-        self, session_id: str, user: UserMessage, model: LanguageModel, **extra: object
+        self,
+        session_id: str,
+        user: UserMessage,
+        model: LanguageModel,
+        *,
+        summary: bool | None = None,
+        mode: str | None = None,
     ) -> AssistantMessage:
-        root = str(self.settings.project_dir)
-        return AssistantMessage.model_validate(
-            {
-                "id": ids.message_id(),
-                "sessionID": session_id,
-                "time": AssistantTime(created=now_ms()),
-                "parentID": user.id,
-                "modelID": model.model_id,
-                "providerID": model.provider_id,
-                "mode": user.agent,
-                "agent": user.agent,
-                "path": MessagePath(cwd=root, root=root),
-                **extra,
-            }
+        return new_assistant_message(
+            session_id=session_id,
+            parent_id=user.id,
+            provider_id=model.provider_id,
+            model_id=model.model_id,
+            agent=user.agent,
+            root=str(self.settings.project_dir),
+            mode=mode,
+            summary=summary,
         )
 
     async def _step(

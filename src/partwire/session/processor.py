@@ -253,13 +253,7 @@ class Processor:
         await self.calls.wait()  # the step's tools belong to it: their changes too
         end_snapshot = await self._record_patch()
         usage = event.usage
-        tokens = Tokens(
-            total=usage.input + usage.output + usage.reasoning,
-            input=usage.input,
-            output=usage.output,
-            reasoning=usage.reasoning,
-            cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
-        )
+        tokens = usage.tokens()
         step_cost = self.model.cost(usage)
         self._reported, self._unreported_chars = True, 0
         frames = self.builder.finish_step(

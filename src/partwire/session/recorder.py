@@ -40,11 +40,10 @@ from partwire.schema.ingest import (
 from partwire.schema.message import (
     ABORTED_MESSAGE,
     AssistantMessage,
-    AssistantTime,
     Message,
-    MessagePath,
     UserMessage,
     UserTime,
+    new_assistant_message,
 )
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import QuestionInfo, ToolRef
@@ -412,17 +411,14 @@ class Recorder:
 def _assistant(
     session: Session, message_id: str, parent_id: str, model: ModelRef, agent: str
 ) -> AssistantMessage:
-    root = session.directory
-    return AssistantMessage(
-        id=message_id,
+    return new_assistant_message(
         session_id=session.id,
-        time=AssistantTime(created=now_ms()),
         parent_id=parent_id,
-        model_id=model.model_id,
         provider_id=model.provider_id,
-        mode=agent,
+        model_id=model.model_id,
         agent=agent,
-        path=MessagePath(cwd=root, root=root),
+        root=session.directory,
+        message_id=message_id,
     )
 
 

@@ -9,11 +9,10 @@ from partwire import ids
 from partwire.clock import now_ms as _now
 from partwire.schema.message import (
     AssistantMessage,
-    AssistantTime,
     AssistantWithParts,
-    MessagePath,
     UserMessage,
     UserTime,
+    new_assistant_message,
 )
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session
@@ -59,16 +58,13 @@ async def run_shell(
     note = StreamingMessageBuilder(user.id, "user", session_id=session.id)
     await MessageWriter(store, note, user).write(note.add_text(USER_NOTE, synthetic=True))
     root = session.directory
-    assistant = AssistantMessage(
-        id=ids.message_id(),
+    assistant = new_assistant_message(
         session_id=session.id,
-        time=AssistantTime(created=_now()),
         parent_id=user.id,
-        model_id=model.model_id,
         provider_id=model.provider_id,
-        mode=agent,
+        model_id=model.model_id,
         agent=agent,
-        path=MessagePath(cwd=root, root=root),
+        root=root,
     )
     await save_message(store, assistant)
     builder = StreamingMessageBuilder(assistant.id, session_id=session.id)

@@ -8,18 +8,7 @@ from __future__ import annotations
 
 from partwire.providers import stream as provider
 from partwire.schema import ingest
-from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
-
-
-def tokens_of(usage: provider.Usage) -> Tokens:
-    return Tokens(
-        total=usage.input + usage.output + usage.reasoning,
-        input=usage.input,
-        output=usage.output,
-        reasoning=usage.reasoning,
-        cache=Tokens.Cache(read=usage.cache_read, write=usage.cache_write),
-    )
 
 
 class StreamEventConverter:
@@ -38,7 +27,7 @@ class StreamEventConverter:
             case provider.ToolCall(call_id=call_id, tool_name=name, input=raw):
                 return [ingest.ToolCall(call_id=call_id, tool=name, input=raw or "{}")]
             case provider.FinishStep(finish_reason=reason, usage=usage):
-                return [ingest.StepFinish(tokens=tokens_of(usage), reason=reason)]
+                return [ingest.StepFinish(tokens=usage.tokens(), reason=reason)]
             case provider.StreamError(message=message):
                 return [ingest.StreamError(message=message)]
         return []

@@ -43,10 +43,11 @@ async def test_bench_prints_its_table(
     lines = out.splitlines()
     header = lines[1].split()
     assert header[: len(first_column)] == first_column
-    assert header[-4:] == ["SQLite", "B/B", "peak", "RSS", "MB"][-4:]
+    assert header[-6:] == ["B/B", "peak", "RSS", "MB", "CPU", "ms/1k"]
     row = lines[3].split()
     assert row[0] == "200" and row[1] == (extra[1] if extra else "0")
-    assert "KB/delta" in header and float(row[-3]) > 0  # KB/delta, SQLite B/B, peak RSS
+    assert "KB/delta" in header and float(row[-4]) > 0  # KB/delta, SQLite B/B, peak RSS
+    assert float(row[-1]) > 0  # the server's CPU per 1k deltas
 
 
 async def test_ui_bench_prints_its_tables() -> None:

@@ -26,7 +26,7 @@ from partwire.client.shapes import (
 )
 from partwire.errors import BadRequestError, NotFoundError, UserError
 from partwire.providers.registry import parse_model_ref
-from partwire.schema.event import REGISTRY, Event, parse_event
+from partwire.schema.event import Event, parse_event
 from partwire.schema.export import SessionExport
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import Part, part_adapter
@@ -439,10 +439,10 @@ class PartwireClient:
         attempt = 0
         while True:
             try:
-                async for event in self._event_stream(last_event_id):
+                async for sse_id, event in self._event_stream(last_event_id):
                     attempt = 0
-                    if event.id and _is_logged(event):
-                        last_event_id = event.id
+                    if sse_id:  # the server names a cursor only for events in its log
+                        last_event_id = sse_id
                     yield event
             except (httpx.TransportError, httpx.RemoteProtocolError):
                 pass
@@ -450,7 +450,9 @@ class PartwireClient:
             attempt += 1
             await asyncio.sleep(delay)
 
-    async def _event_stream(self, last_event_id: str | None) -> AsyncIterator[Event]:
+    async def _event_stream(
+        self, last_event_id: str | None
+    ) -> AsyncIterator[tuple[str | None, Event]]:
         headers = {"Accept": "text/event-stream"}
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
@@ -458,12 +460,15 @@ class PartwireClient:
         async with self._http.stream("GET", "/event", headers=headers, timeout=timeout) as response:
             _raise_for(response)
             data: list[str] = []
+            sse_id: str | None = None
             async for line in response.aiter_lines():
                 if line.startswith("data:"):
                     data.append(line[5:].lstrip(" "))
+                elif line.startswith("id:"):
+                    sse_id = line[3:].strip()
                 elif line == "" and data:
-                    yield parse_event(json.loads("\n".join(data)))
-                    data = []
+                    yield sse_id, parse_event(json.loads("\n".join(data)))
+                    data, sse_id = [], None
 
     async def part_frames(
         self, session_id: str, last_event_id: str | None = None
@@ -510,7 +515,3 @@ def parse_frame(data: str) -> Frame:
     from partwire.schema.frames import frame_adapter  # loaded when a client first reads frames
 
     return frame_adapter.validate_json(data)
-
-
-def _is_logged(event: Event) -> bool:
-    return REGISTRY[event.type].logged

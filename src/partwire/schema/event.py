@@ -44,8 +44,8 @@ class Draft:
     type: str
     properties: WireModel
 
-    def with_id(self, event_id: str) -> Event:
-        return Event(event_id, self.type, self.properties)
+    def with_id(self, event_id: str, *, announced: bool = False) -> Event:
+        return Event(event_id, self.type, self.properties, announced=announced)
 
     @property
     def session_id(self) -> str | None:
@@ -61,11 +61,20 @@ class Event:
     type: str
     properties: WireModel
     json: str = field(default="", compare=False)
+    # published without being logged while the store took no write (Store.announce): its
+    # id is no position in the log, so no cursor may stand on it
+    announced: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.json:
             body = self.properties.wire_json()
             object.__setattr__(self, "json", event_json(self.id, self.type, body))
+
+    @property
+    def in_log(self) -> bool:
+        """Whether this event has a place in the event log: a client may resume after it,
+        and a stream orders and skips events by it."""
+        return not self.announced and REGISTRY[self.type].logged
 
     @property
     def properties_json(self) -> str:

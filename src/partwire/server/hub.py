@@ -158,10 +158,11 @@ async def _live(
     while (first := await subscription.get()) is not None:
         batch: list[Event] = [first, *subscription.drain()]
         for event in batch:
-            if sent is not None and event.id <= sent:
-                continue
-            sent = event.id
-            if getattr(event.properties, "session_id", None) != session_id:
+            if event.in_log:
+                if sent is not None and event.id <= sent:
+                    continue
+                sent = event.id
+            if event.session_id != session_id:
                 continue
             for made in adapter.convert(event):
                 await deliver(made)

@@ -36,7 +36,7 @@ Framer = Callable[[Event], str]
 
 
 def frame(event: Event) -> str:
-    if REGISTRY[event.type].logged:
+    if event.in_log:
         return f"id: {event.id}\ndata: {event.json}\n\n"
     return f"data: {event.json}\n\n"
 
@@ -47,7 +47,7 @@ def global_framer(directory: str) -> Framer:
 
     def framed(event: Event) -> str:
         body = f"{prefix}{event.json}}}"
-        if REGISTRY[event.type].logged:
+        if event.in_log:
             return f"id: {event.id}\ndata: {body}\n\n"
         return f"data: {body}\n\n"
 
@@ -90,7 +90,7 @@ def v2_framer(directory: str) -> Framer:
         data = (
             f'{{"id":"{event.id}","type":"{event.type}","location":{location},"data":{properties}}}'
         )
-        head = f"id: {event.id}\n" if REGISTRY[event.type].logged else ""
+        head = f"id: {event.id}\n" if event.in_log else ""
         return f"{head}data: {data}\n\n{session_next(event)}"
 
     return framed
@@ -169,9 +169,9 @@ async def stream_events(
             if batch is None:
                 yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
                 continue
-            fresh = [e for e in batch if sent is None or not REGISTRY[e.type].logged or e.id > sent]
+            fresh = [e for e in batch if sent is None or not e.in_log or e.id > sent]
             if fresh:
-                logged = [e.id for e in fresh if REGISTRY[e.type].logged]
+                logged = [e.id for e in fresh if e.in_log]
                 sent = logged[-1] if logged else sent
                 yield "".join(frame(e) for e in fresh)
         if subscription.overflowed:

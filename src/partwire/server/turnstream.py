@@ -120,7 +120,7 @@ class TurnStream:
             if parent == self.follow:
                 self.done = True
                 self.view.translate(made[own:], self.source)  # the view keeps count
-                return self._sse(closing, event.id, first)
+                return self._sse(closing, event.id if event.in_log else None, first)
         items = self.view.translate(made[own:], self.source)
         turn = self.source.turn
         if self.follow is None and turn is not None and made[own]["type"] == "start":
@@ -129,7 +129,7 @@ class TurnStream:
             return ""
         if turn.done:
             self.done = True
-        return self._sse(items, event.id, first)
+        return self._sse(items, event.id if event.in_log else None, first)
 
     def _sse(self, items: list[Item], event_id: str | None, first: int = 0) -> str:
         out = []
@@ -235,9 +235,10 @@ async def _live(
             continue
         text = []
         for event in batch:
-            if sent is not None and event.id <= sent:
-                continue
-            sent = event.id
+            if event.in_log:
+                if sent is not None and event.id <= sent:
+                    continue
+                sent = event.id
             text.append(stream.emit(event))
             text.append(stream.stop_if_waiting())
             if stream.done:

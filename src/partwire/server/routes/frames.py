@@ -131,8 +131,9 @@ async def _live(
         if batch is None:
             yield ": heartbeat\n\n"
             continue
-        text = "".join(sse(frames.frames(e), e.id) for e in batch if sent is None or e.id > sent)
-        sent = max(sent or "", batch[-1].id)
+        fresh = [e for e in batch if not e.in_log or sent is None or e.id > sent]
+        text = "".join(sse(frames.frames(e), e.id if e.in_log else None) for e in fresh)
+        sent = max([sent or "", *(e.id for e in fresh if e.in_log)])
         if text:
             yield text
     # closed (shutdown) or too far behind: the client resumes from its cursor

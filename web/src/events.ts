@@ -77,7 +77,9 @@ export class EventStream {
     }
     if (!data) return;
     const event = JSON.parse(data) as WireEvent;
-    if (id) event.id = id;
+    // only an event in the server's log has an id: line; one announced while the server's
+    // store took no write has none, and resuming from it would skip what came after
+    if (id) this.store.lastEventID = id;
     if (event.type === "server.connected") {
       this.attempt = 0;
       this.store.setConnected(true);

@@ -157,7 +157,6 @@ export class Store {
   // --- the reducer -----------------------------------------------------------
 
   apply(event: WireEvent): void {
-    if (event.id?.startsWith("evt_")) this.lastEventID = event.id;
     const props = event.properties;
     const sessionID: string | undefined =
       props.sessionID ?? props.info?.sessionID ?? props.part?.sessionID;

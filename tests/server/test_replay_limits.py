@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from partwire.server import sse
+from partwire.server import cursor, sse
 
 
 async def _read(http: httpx.AsyncClient, last_id: str, count: int) -> list[dict[str, object]]:
@@ -41,7 +41,7 @@ async def _log(http: httpx.AsyncClient) -> list[str]:
 async def test_replay_comes_in_pages_in_order(
     http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sse, "REPLAY_PAGE", 3)
+    monkeypatch.setattr(cursor, "REPLAY_PAGE", 3)
     logged = await _log(http)
     assert len(logged) > 40
     replayed = await _read(http, logged[0], len(logged))

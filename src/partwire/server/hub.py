@@ -28,9 +28,9 @@ if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start
     from partwire.protocol.blocks import SessionEvent, SessionEvents
 
 from partwire.bus import Subscription
-from partwire.errors import NotFoundError, PartwireError
+from partwire.errors import NotFoundError, PartwireError, TooManyRequestsError
 from partwire.runtime import Runtime
-from partwire.schema.event import Event, parse_logged
+from partwire.server.cursor import counted, parse_cursor, session_events, unsent
 from partwire.server.guard import origin_allowed
 from partwire.storage.base import EventLogGap
 
@@ -50,19 +50,14 @@ SESSION_EVENTS = [
     "session.created", "session.updated", "session.deleted", "session.status", "session.idle",
     "session.error", "message.updated", "message.part.updated", "message.part.delta",
 ]  # fmt: skip
-REPLAY_PAGE = 500
-
-
-def _cursor(since: str) -> tuple[str, int | None]:
-    event_id, _, index = since.partition(":")
-    return event_id, int(index) if index.isdigit() else None
 
 
 async def _history(
     runtime: Runtime, adapter: SessionEvents, session_id: str, since: str | None
 ) -> AsyncIterator[tuple[list[SessionEvent], str]]:
     """The session's SessionEvents after ``since`` (None: all of them) and the event id to
-    go on from; EventLogGap when the log no longer holds the session's start."""
+    go on from, read a page at a time; EventLogGap when the log no longer holds the
+    session's start."""
     store = runtime.store
     if since is None:
         _, newest = await store.snapshot_messages(session_id, limit=1)
@@ -70,32 +65,26 @@ async def _history(
             raise EventLogGap(None)
         through, seen = newest, None
     else:
-        through, seen = _cursor(since)
-    history = await store.session_history(session_id, through, SESSION_EVENTS)
-    if not any(e.type == "session.created" for e in history):
-        raise EventLogGap(None)
-    for event in history:
+        through, seen = parse_cursor(since)
+    newest = await store.last_event_id() or through
+    started = False
+    async for event in session_events(store, session_id, SESSION_EVENTS, through=through):
+        started = started or event.type == "session.created"
+        if not started:
+            break
         made = [e for e in adapter.convert(event) if e.context.session_id == session_id]
         if since is None:
             yield made, through
         elif event.id == through and seen is not None:
             yield made[seen + 1 :], through
-    needle = f'"sessionID":"{session_id}"'
-    cursor = through
-    while True:
-        page = await store.log_page(cursor, REPLAY_PAGE)
-        if page:
-            cursor = page[-1].id
-            made = [
-                e
-                for raw in page
-                if raw.type in SESSION_EVENTS and needle in raw.json
-                for e in adapter.convert(parse_logged(raw))
-                if e.context.session_id == session_id
-            ]
-            yield made, cursor
-        if len(page) < REPLAY_PAGE:
-            return
+    if not started:
+        raise EventLogGap(None)
+    async for event in session_events(
+        store, session_id, SESSION_EVENTS, through=newest, after=through
+    ):
+        made = [e for e in adapter.convert(event) if e.context.session_id == session_id]
+        yield made, event.id
+    yield [], newest
 
 
 async def _resync(
@@ -156,12 +145,8 @@ async def _live(
 ) -> bool:
     """Live events until the subscription ends; False when it overflowed (too slow)."""
     while (first := await subscription.get()) is not None:
-        batch: list[Event] = [first, *subscription.drain()]
+        batch, sent = unsent([first, *subscription.drain()], sent)
         for event in batch:
-            if event.in_log:
-                if sent is not None and event.id <= sent:
-                    continue
-                sent = event.id
             if event.session_id != session_id:
                 continue
             for made in adapter.convert(event):
@@ -172,6 +157,7 @@ async def _live(
 @dataclass
 class _Client:
     send: Send
+    address: str = "?"  # its streams count against this address's quota
     follows: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     async def close(self) -> None:
@@ -237,6 +223,12 @@ class ClientHub:
         old = client.follows.pop(session_id, None)
         if old is not None:
             old.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await old  # its stream is no longer counted
+        try:
+            self.runtime.quotas.check_stream(client.address)
+        except TooManyRequestsError as exc:
+            return {"ok": False, "error": exc.message}
         if room is not None:
             await room(session_id)
         task = asyncio.create_task(self._follow(client, session_id, since))
@@ -245,7 +237,8 @@ class ClientHub:
 
     async def _follow(self, client: _Client, session_id: str, since: str | None) -> None:
         try:
-            await follow(self.runtime, session_id, since, client.send)
+            with counted(self.runtime, client.address):
+                await follow(self.runtime, session_id, since, client.send)
         except (PartwireError, ConnectionError) as exc:
             log.info("hub: %s stopped: %s", session_id, exc)
 
@@ -264,7 +257,7 @@ class ClientHub:
                 raise FellBehind
             await self.sio.emit(name, data, to=sid)
 
-        self.clients[sid] = _Client(send)
+        self.clients[sid] = _Client(send, address=str(environ.get("REMOTE_ADDR") or "?"))
 
     def backlog(self, sid: str) -> int:
         """Packets waiting to be written to this client (engine.io keeps them in a queue)."""
@@ -316,7 +309,7 @@ async def websocket(socket: WebSocket) -> None:
         async with lock:
             await socket.send_json({"event": name, "data": data})
 
-    client = _Client(send)
+    client = _Client(send, address=socket.client.host if socket.client else "?")
     try:
         while True:
             message = await socket.receive_json()

@@ -27,6 +27,7 @@ from partwire.schema.event import (
     ServerHeartbeat,
     ServerResync,
 )
+from partwire.server.cursor import STREAM_HEADERS, counted, log_pages, unsent
 from partwire.storage.base import EventLogGap
 
 router = APIRouter()
@@ -96,9 +97,6 @@ def v2_framer(directory: str) -> Framer:
     return framed
 
 
-# Replay reads the log in pages of this many events, each framed and sent before the
-# next is read: a client that does not read holds up only its own page.
-REPLAY_PAGE = 500
 # A client further behind than this is told to reload over HTTP instead of replaying.
 MAX_REPLAY_EVENTS = 50_000
 
@@ -123,13 +121,11 @@ async def _replay(runtime: Runtime, last_id: str, frame: Framer) -> AsyncIterato
             yield None
             return
         cursor = last_id
-        while True:
-            page = await store.log_page(cursor, REPLAY_PAGE)
-            if page:
-                cursor = page[-1].id
-                yield "".join(frame(e) for e in page)
-            if len(page) < REPLAY_PAGE:
-                break
+        # each page is framed and sent before the next is read: a client that does not
+        # read holds up only its own page
+        async for page in log_pages(store, last_id):
+            cursor = page[-1].id
+            yield "".join(frame(e) for e in page)
     except EventLogGap as gap:
         message = "Events since your last id are no longer kept; reload state over HTTP."
         yield frame(_resync(last_id, gap.oldest, message))
@@ -153,33 +149,35 @@ async def stream_events(
     frame: Framer = frame,
     client: str | None = None,
 ) -> AsyncIterator[str]:
-    if client is not None:
-        runtime.quotas.open_stream(client)  # counted while this runs; released in finally
     try:
-        connected = ConnectedProps(instance_id=runtime.instance_id)
-        yield frame(ServerConnected(connected).with_id(ids.event_id()))
-        sent = last_id
-        if last_id:
-            async for item in _replay(runtime, last_id, frame):
-                if item is None or item.startswith("evt_"):
-                    sent = item  # the replay's end: where live events go on from
-                else:
-                    yield item
-        async for batch in subscription.batches(runtime.settings.heartbeat_s):
-            if batch is None:
-                yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
-                continue
-            fresh = [e for e in batch if sent is None or not e.in_log or e.id > sent]
-            if fresh:
-                logged = [e.id for e in fresh if e.in_log]
-                sent = logged[-1] if logged else sent
-                yield "".join(frame(e) for e in fresh)
-        if subscription.overflowed:
-            yield frame(_fell_behind(sent))
+        with counted(runtime, client):
+            async for text in _events(runtime, subscription, last_id, frame):
+                yield text
     finally:
         subscription.close()
-        if client is not None:
-            runtime.quotas.close_stream(client)
+
+
+async def _events(
+    runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer
+) -> AsyncIterator[str]:
+    connected = ConnectedProps(instance_id=runtime.instance_id)
+    yield frame(ServerConnected(connected).with_id(ids.event_id()))
+    sent = last_id
+    if last_id:
+        async for item in _replay(runtime, last_id, frame):
+            if item is None or item.startswith("evt_"):
+                sent = item  # the replay's end: where live events go on from
+            else:
+                yield item
+    async for batch in subscription.batches(runtime.settings.heartbeat_s):
+        if batch is None:
+            yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
+            continue
+        fresh, sent = unsent(batch, sent)
+        if fresh:
+            yield "".join(frame(e) for e in fresh)
+    if subscription.overflowed:
+        yield frame(_fell_behind(sent))
 
 
 def _response(request: Request, frame: Framer) -> StreamingResponse:
@@ -191,7 +189,7 @@ def _response(request: Request, frame: Framer) -> StreamingResponse:
     return StreamingResponse(
         stream_events(runtime, subscription, last_id, frame, client),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers=STREAM_HEADERS,
     )
 
 

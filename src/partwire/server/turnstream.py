@@ -25,6 +25,7 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
+from partwire.server.cursor import STREAM_HEADERS, counted, live, parse_cursor, session_events
 from partwire.session.loop import leave_running
 
 Item = dict[str, Any]
@@ -152,73 +153,106 @@ class TurnStream:
 # ---- reading the history ---------------------------------------------------------------------
 
 
-async def history(
-    runtime: Runtime, session_id: str, through: str | None, types: tuple[str, ...] = UI_EVENTS
-) -> list[Event]:
-    if through is None:
-        return []
-    return await runtime.store.session_history(session_id, through, list(types))
+class History:
+    """A session's logged events up to ``head``, read from the store a page at a time each
+    time it is iterated (a turn stream may pass over it twice): never a whole session in
+    memory."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        session_id: str,
+        head: str | None,
+        types: tuple[str, ...] = UI_EVENTS,
+    ) -> None:
+        self.store = runtime.store
+        self.session_id = session_id
+        self.head = head
+        self.types = types
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        if self.head is None:
+            return
+        async for event in session_events(
+            self.store, self.session_id, self.types, through=self.head
+        ):
+            yield event
 
 
-def parse_cursor(cursor: str) -> tuple[str, int | None]:
-    """``evt_…:n`` → (event id, n); a bare event id means all of its items were seen."""
-    event_id, _, index = cursor.partition(":")
-    return event_id, int(index) if index.isdigit() else None
-
-
-def from_cursor(stream: TurnStream, events: list[Event], cursor: str) -> str:
+async def from_cursor(stream: TurnStream, history: History, cursor: str) -> str:
     """What followed ``cursor``, to the end of the turn that was in progress there."""
     event_id, seen = parse_cursor(cursor)
-    at = next((n for n, e in enumerate(events) if e.id == event_id), None)
-    if at is None:
+    found = False
+    text: list[str] = []
+    async for event in history:
+        if found:
+            if stream.done:
+                break
+            text.append(stream.emit(event))
+        elif event.id != event_id:
+            stream.feed(event)
+        else:
+            found = True
+            current = stream.source.turn
+            stream.follow = current.parent_id if current is not None else None
+            if current is not None and current.done:
+                stream.done = True
+                return ""
+            text.append(stream.emit(event, first=(seen + 1) if seen is not None else 1 << 30))
+    if not found:
         raise BadRequestError(f"cannot resume from {cursor}: not an event of this session")
-    for event in events[:at]:
-        stream.feed(event)
-    current = stream.source.turn
-    stream.follow = current.parent_id if current is not None else None
-    if current is not None and current.done:
-        stream.done = True
-        return ""
-    text = stream.emit(events[at], first=(seen + 1) if seen is not None else 1 << 30)
-    return text + "".join(stream.emit(e) for e in events[at + 1 :] if not stream.done)
+    return "".join(text)
 
 
-def after_last_wait(session_id: str, events: list[Event], asks: set[str]) -> int:
-    """The index just past the event where the response that asked ``asks`` stopped: the
-    first point after the last of those asks at which the turn waited."""
-    asked_at = -1
-    for n, event in enumerate(events):
+async def after_last_wait(history: History, asks: set[str]) -> str | None:
+    """The id of the event where the response that asked ``asks`` stopped: the first point
+    after the last of those asks at which the turn waited (None: the end)."""
+    asked: str | None = None
+    async for event in history:
         if event.type == "permission.asked" and getattr(event.properties, "id", None) in asks:
-            asked_at = n
-    if asked_at < 0:
+            asked = event.id
+    if asked is None:
         raise BadRequestError("none of the answered asks was made in this session")
-    probe = UIChunks(session_id)
-    for n, event in enumerate(events):
+    probe = UIChunks(history.session_id)
+    async for event in history:
         probe.chunks(event)
-        if n >= asked_at and probe.waiting:
-            return n + 1
-    return len(events)
+        if event.id >= asked and probe.waiting:
+            return event.id
+    return None
 
 
-def resume_at(stream: TurnStream, events: list[Event], start: int) -> str:
-    """The turn in progress at ``start``, from there on: the view's beginning, then the
-    history's items after ``start``."""
-    for event in events[:start]:
-        stream.feed(event)
+async def resume_at(stream: TurnStream, history: History, after: str | None) -> str:
+    """The turn in progress just after the event ``after`` (None: at the end), from there
+    on: the view's beginning, then the history's items after it."""
+    opening: str | None = None
+    text: list[str] = []
+    async for event in history:
+        if opening is None and (after is None or event.id <= after):
+            stream.feed(event)
+            continue
+        if opening is None:
+            opening = _begin(stream)
+        if stream.done:
+            break
+        text.append(stream.emit(event))
+    return (opening if opening is not None else _begin(stream)) + "".join(text)
+
+
+def _begin(stream: TurnStream) -> str:
     current = stream.source.turn
     stream.follow = current.parent_id if current is not None else None
-    opening = stream.plain(stream.view.beginning(stream.source))
-    return opening + "".join(stream.emit(e) for e in events[start:] if not stream.done)
+    return stream.plain(stream.view.beginning(stream.source))
 
 
-def latest_turn_start(session_id: str, events: list[Event]) -> int | None:
-    """The index where the latest turn began, or None when it has ended (or none began)."""
-    probe = UIChunks(session_id)
+async def latest_turn_start(history: History) -> str | None:
+    """The id of the event where the latest turn began, or None when it has ended (or none
+    began)."""
+    probe = UIChunks(history.session_id)
     start = None
-    for n, event in enumerate(events):
+    async for event in history:
         made = probe.chunks(event)
         if any(chunk["type"] == "start" for chunk in made):
-            start = n
+            start = event.id
     latest = probe.turn
     return None if latest is None or latest.done else start
 
@@ -229,16 +263,12 @@ def latest_turn_start(session_id: str, events: list[Event]) -> int | None:
 async def _live(
     runtime: Runtime, subscription: Subscription, stream: TurnStream, sent: str | None
 ) -> AsyncIterator[str]:
-    async for batch in subscription.batches(runtime.settings.heartbeat_s):
+    async for batch in live(subscription, runtime.settings.heartbeat_s, sent):
         if batch is None:
             yield ": heartbeat\n\n"
             continue
         text = []
         for event in batch:
-            if event.in_log:
-                if sent is not None and event.id <= sent:
-                    continue
-                sent = event.id
             text.append(stream.emit(event))
             text.append(stream.stop_if_waiting())
             if stream.done:
@@ -259,18 +289,18 @@ async def _respond(
     client: str,
 ) -> AsyncIterator[str]:
     try:
-        if opening:
-            yield opening
-        if not stream.done:
-            if stop := stream.stop_if_waiting():
-                yield stop
-            else:
-                async for text in _live(runtime, subscription, stream, sent):
-                    yield text
-        yield stream.view.closing()
+        with counted(runtime, client):
+            if opening:
+                yield opening
+            if not stream.done:
+                if stop := stream.stop_if_waiting():
+                    yield stop
+                else:
+                    async for text in _live(runtime, subscription, stream, sent):
+                        yield text
+            yield stream.view.closing()
     finally:
         subscription.close()
-        runtime.quotas.close_stream(client)
 
 
 def respond(
@@ -282,9 +312,8 @@ def respond(
     client: str,
 ) -> StreamingResponse:
     """Send ``opening``, then the live events after ``sent`` until the turn ends or waits."""
-    runtime.quotas.open_stream(client)
     return StreamingResponse(
         _respond(runtime, subscription, stream, opening, sent, client),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **stream.view.headers},
+        headers={**STREAM_HEADERS, **stream.view.headers},
     )

@@ -94,9 +94,13 @@ class Store(Protocol):
         log lacks ``event_id``."""
         ...
 
-    async def session_history(self, session_id: str, through: str, types: list[str]) -> list[Event]:
-        """The logged events of ``types`` that name ``session_id``, up to and including
-        ``through``, parsed; EventLogGap when the log cannot say (``through`` unknown)."""
+    async def session_page(
+        self, session_id: str, types: list[str], *, after: str | None, through: str, limit: int
+    ) -> list[Event]:
+        """Up to ``limit`` logged events of ``types`` that name ``session_id``, after
+        ``after`` (None: from the log's start) and up to and including ``through``, parsed,
+        oldest first: a session's history is read a page at a time, never whole.
+        EventLogGap when the log cannot say (either id unknown)."""
         ...
 
     async def events_after(self, event_id: str | None) -> list[Event]:

@@ -410,14 +410,17 @@ class SqliteStore:
         event_id = ids.logged_event_id(self.epoch, seq)
         return Event(event_id, kind, _UNPARSED, json=event_json(event_id, kind, properties))
 
-    async def session_history(self, session_id: str, through: str, types: list[str]) -> list[Event]:
+    async def session_page(
+        self, session_id: str, types: list[str], *, after: str | None, through: str, limit: int
+    ) -> list[Event]:
         def query(conn: Conn) -> list[Event]:
-            seq = self._seq_of(conn, through)
+            upper = self._seq_of(conn, through)
+            lower = 0 if after is None else self._seq_of(conn, after)
             marks = ",".join("?" * len(types))
             rows = conn.execute(
-                f"SELECT seq, type, payload FROM event_log WHERE seq <= ? AND type IN ({marks}) "
-                "AND instr(payload, ?) > 0 ORDER BY seq",
-                (seq, *types, f'"sessionID":"{session_id}"'),
+                f"SELECT seq, type, payload FROM event_log WHERE seq > ? AND seq <= ? "
+                f"AND type IN ({marks}) AND instr(payload, ?) > 0 ORDER BY seq LIMIT ?",
+                (lower, upper, *types, f'"sessionID":"{session_id}"', limit),
             ).fetchall()
             return [parse_logged(self._logged(*row)) for row in rows]
 

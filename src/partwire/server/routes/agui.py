@@ -30,17 +30,18 @@ from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.aisdk import UI_EVENTS
 from partwire.protocol.uimessages import approvals_of
 from partwire.runtime import Runtime
+from partwire.schema.event import Event
 from partwire.schema.input import PromptInput, SessionCreateInput, TextPartInput
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import PermissionReply
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
+    History,
     TurnStream,
     after_last_wait,
     answer_permissions,
     enqueue_prompt,
     from_cursor,
-    history,
     respond,
     resume_at,
     session_for,
@@ -173,14 +174,14 @@ async def run(request: Request) -> Response:
     try:
         if cursor:
             head = await runtime.store.last_event_id()
-            opening = from_cursor(stream, await history(runtime, session.id, head), cursor)
+            opening = await from_cursor(stream, History(runtime, session.id, head), cursor)
         elif body.resume:
             replies = [_reply(entry) for entry in body.resume]
             await answer_permissions(runtime, session.id, replies)
             head = await runtime.store.last_event_id()
-            events = await history(runtime, session.id, head)
-            start = after_last_wait(session.id, events, {r[0] for r in replies})
-            opening = resume_at(stream, events, start)
+            past = History(runtime, session.id, head)
+            start = await after_last_wait(past, {r[0] for r in replies})
+            opening = await resume_at(stream, past, start)
         elif prompt is not None:
             await enqueue_prompt(runtime.project_of(session), session, prompt, created=created)
             stream.follow = prompt.message_id
@@ -203,10 +204,11 @@ async def _reconnect(
     from partwire.protocol.agui import agui_messages
 
     stored, head = await runtime.store.snapshot_messages(session_id)
-    events = await history(runtime, session_id, head)
-    for event in events:
+    asks: list[Event] = []
+    async for event in History(runtime, session_id, head):
         stream.feed(event)
-    asks = [e for e in events if e.type in ("permission.asked", "permission.replied")]
+        if event.type in ("permission.asked", "permission.replied"):
+            asks.append(event)
     snapshot = MessagesSnapshotEvent(messages=agui_messages(stored, approvals_of(asks)))
     items = view.beginning(stream.source)
     items.insert(1, view.item(snapshot))

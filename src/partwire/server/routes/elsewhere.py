@@ -224,8 +224,8 @@ async def sync_history(
     runtime = runtime_of(request)
     out = []
     for session in await runtime.store.list_sessions():
-        _, made, _ = await durable_history(runtime, session)
         after = known.get(session.id, -1)
+        _, made, _ = await durable_history(runtime, session, after=after)
         out += [
             {
                 "id": d["id"],
@@ -235,7 +235,6 @@ async def sync_history(
                 "data": d["data"],
             }
             for d in made
-            if d["durable"]["seq"] > after
         ]
     return _json(out)
 

@@ -19,7 +19,15 @@ from fastapi.responses import StreamingResponse
 from partwire.bus import Subscription
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
-from partwire.schema.event import parse_logged
+from partwire.schema.event import Event
+from partwire.server.cursor import (
+    STREAM_HEADERS,
+    counted,
+    item_id,
+    live,
+    parse_cursor,
+    session_events,
+)
 from partwire.server.routes.scope import runtime_of
 from partwire.storage.base import EventLogGap
 
@@ -29,25 +37,19 @@ if TYPE_CHECKING:  # loaded with the first stream, not at start-up
 
 router = APIRouter(tags=["session"])
 
-REPLAY_PAGE = 500
 HISTORY_TYPES = [*FRAME_EVENTS, "session.created"]
 
 
-def sse(frames: list[Frame], event_id: str | None, *, first: int = 0) -> str:
-    """Frames as SSE messages; with ``event_id`` each carries ``id: <event id>:<n>``."""
+def sse(frames: list[Frame], event: Event | None, *, first: int = 0) -> str:
+    """Frames as SSE messages; made from a logged ``event``, each carries its cursor."""
     out = []
     for n, frame in enumerate(frames):
         if n < first:
             continue
-        head = f"id: {event_id}:{n}\n" if event_id is not None else ""
+        cursor = item_id(event, n) if event is not None else None
+        head = f"id: {cursor}\n" if cursor is not None else ""
         out.append(f"{head}event: {frame.type}\ndata: {frame.wire_json()}\n\n")
     return "".join(out)
-
-
-def parse_cursor(cursor: str) -> tuple[str, int | None]:
-    """``evt_…:n`` → (event id, n); a bare event id means all of its frames were seen."""
-    event_id, _, index = cursor.partition(":")
-    return event_id, int(index) if index.isdigit() else None
 
 
 async def _snapshot(runtime: Runtime, frames: SessionFrames, reason: str) -> tuple[str, str | None]:
@@ -64,30 +66,28 @@ async def _snapshot(runtime: Runtime, frames: SessionFrames, reason: str) -> tup
 async def _resume(
     runtime: Runtime, frames: SessionFrames, cursor: str
 ) -> AsyncIterator[tuple[str, str]]:
-    """(SSE text, id to go on from) for the history after ``cursor``; EventLogGap when the
-    log cannot rebuild the session up to it."""
+    """(SSE text, id to go on from) for the history after ``cursor``, the session's events
+    up to it folded in first (a page at a time) so that part numbers match; EventLogGap
+    when the log cannot rebuild the session up to it."""
     event_id, seen = parse_cursor(cursor)
-    history = await runtime.store.session_history(frames.session_id, event_id, HISTORY_TYPES)
-    if not any(e.type == "session.created" for e in history):
-        raise EventLogGap(None)  # the session's start was pruned: part numbers are unknown
-    for event in history:
+    newest = await runtime.store.last_event_id() or event_id
+    started = False
+    async for event in session_events(
+        runtime.store, frames.session_id, HISTORY_TYPES, through=event_id
+    ):
+        started = started or event.type == "session.created"
+        if not started:
+            break
         made = frames.frames(event)
         if event.id == event_id and seen is not None:
-            yield sse(made, event_id, first=seen + 1), event_id
-    cursor_id = event_id
-    needle = f'"sessionID":"{frames.session_id}"'
-    while True:
-        page = await runtime.store.log_page(cursor_id, REPLAY_PAGE)
-        if page:
-            cursor_id = page[-1].id
-            text = "".join(
-                sse(frames.frames(parse_logged(e)), e.id)
-                for e in page
-                if e.type in FRAME_EVENTS and needle in e.json
-            )
-            yield text, cursor_id
-        if len(page) < REPLAY_PAGE:
-            return
+            yield sse(made, event, first=seen + 1), event_id
+    if not started:
+        raise EventLogGap(None)  # the session's start was pruned: part numbers are unknown
+    async for event in session_events(
+        runtime.store, frames.session_id, FRAME_EVENTS, through=newest, after=event_id
+    ):
+        yield sse(frames.frames(event), event), event.id
+    yield "", newest
 
 
 async def stream_frames(
@@ -99,42 +99,45 @@ async def stream_frames(
 ) -> AsyncIterator[str]:
     from partwire.protocol.partframes import SessionFrames
 
-    runtime.quotas.open_stream(client)
     frames = SessionFrames(session_id)
     try:
-        sent: str | None = None
-        resumed = False
-        if cursor:
-            try:
-                async for text, went_to in _resume(runtime, frames, cursor):
-                    sent = went_to
-                    if text:
-                        yield text
-                resumed = True
-            except EventLogGap:
-                resumed = False
-        if not resumed:
-            reason = "start" if not cursor else f"cannot resume from {cursor}: starting over"
-            text, sent = await _snapshot(runtime, frames, reason)
-            yield text
-        async for text in _live(runtime, subscription, frames, sent):
-            yield text
+        with counted(runtime, client):
+            async for text in _frames(runtime, subscription, frames, cursor):
+                yield text
     finally:
         subscription.close()
-        runtime.quotas.close_stream(client)
+
+
+async def _frames(
+    runtime: Runtime, subscription: Subscription, frames: SessionFrames, cursor: str | None
+) -> AsyncIterator[str]:
+    sent: str | None = None
+    resumed = False
+    if cursor:
+        try:
+            async for text, went_to in _resume(runtime, frames, cursor):
+                sent = went_to
+                if text:
+                    yield text
+            resumed = True
+        except EventLogGap:
+            resumed = False
+    if not resumed:
+        reason = "start" if not cursor else f"cannot resume from {cursor}: starting over"
+        text, sent = await _snapshot(runtime, frames, reason)
+        yield text
+    async for text in _live(runtime, subscription, frames, sent):
+        yield text
 
 
 async def _live(
     runtime: Runtime, subscription: Subscription, frames: SessionFrames, sent: str | None
 ) -> AsyncIterator[str]:
-    async for batch in subscription.batches(runtime.settings.heartbeat_s):
+    async for batch in live(subscription, runtime.settings.heartbeat_s, sent):
         if batch is None:
             yield ": heartbeat\n\n"
             continue
-        fresh = [e for e in batch if not e.in_log or sent is None or e.id > sent]
-        text = "".join(sse(frames.frames(e), e.id if e.in_log else None) for e in fresh)
-        sent = max([sent or "", *(e.id for e in fresh if e.in_log)])
-        if text:
+        if text := "".join(sse(frames.frames(e), e) for e in batch):
             yield text
     # closed (shutdown) or too far behind: the client resumes from its cursor
 
@@ -155,5 +158,5 @@ async def stream(request: Request, sessionID: str) -> StreamingResponse:
     return StreamingResponse(
         stream_frames(runtime, subscription, sessionID, cursor, client),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers=STREAM_HEADERS,
     )

@@ -29,7 +29,6 @@ from partwire.protocol.aisdk import HEADERS, UI_EVENTS, Chunk, UIChunks
 from partwire.protocol.uimessages import approvals_of, ui_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import WireModel
-from partwire.schema.event import Event
 from partwire.schema.input import (
     FilePartInput,
     PartInput,
@@ -42,13 +41,13 @@ from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
+    History,
     Item,
     TurnStream,
     after_last_wait,
     answer_permissions,
     enqueue_prompt,
     from_cursor,
-    history,
     latest_turn_start,
     respond,
     resume_at,
@@ -233,10 +232,10 @@ async def _answer(
         ]
         await answer_permissions(runtime, session.id, replies)
         head = await runtime.store.last_event_id()
-        events = await history(runtime, session.id, head)
-        start = after_last_wait(session.id, events, {a for a, _, _ in answers})
+        past = History(runtime, session.id, head)
+        start = await after_last_wait(past, {a for a, _, _ in answers})
         stream = _stream(session.id)
-        opening = resume_at(stream, events, start)
+        opening = await resume_at(stream, past, start)
     except BaseException:
         subscription.close()
         raise
@@ -257,28 +256,28 @@ async def resume(request: Request, chatID: str) -> Response:
     subscription = runtime.bus.subscribe(*UI_EVENTS, session_id=session.id)
     try:
         head = await runtime.store.last_event_id()
-        events = await history(runtime, session.id, head)
+        past = History(runtime, session.id, head)
         stream = _stream(session.id)
         if cursor is not None:
-            opening = from_cursor(stream, events, cursor)
+            opening = await from_cursor(stream, past, cursor)
         else:
-            opening = _from_turn_start(stream, events)
+            opening = await _from_turn_start(stream, past)
     except BaseException:
         subscription.close()
         raise
     return respond(runtime, subscription, stream, opening, head, client)
 
 
-def _from_turn_start(stream: TurnStream, events: list[Event]) -> str:
+async def _from_turn_start(stream: TurnStream, past: History) -> str:
     """The latest turn from its first chunk; when it has ended, the next one to begin."""
-    start = latest_turn_start(stream.source.session_id, events)
-    if start is None:
-        for event in events:
+    start = await latest_turn_start(past)
+    text: list[str] = []
+    async for event in past:
+        if start is None or event.id < start:
             stream.feed(event)
-        return ""
-    for event in events[:start]:
-        stream.feed(event)
-    return "".join(stream.emit(event) for event in events[start:])
+        else:
+            text.append(stream.emit(event))
+    return "".join(text)
 
 
 @router.get("/{chatID}/messages", summary="AI SDK chat: the chat's UIMessages")
@@ -291,7 +290,8 @@ async def messages(request: Request, chatID: str) -> Response:
         raise NotFoundError("Chat", chatID)
     stored = await runtime.store.list_messages(session.id)
     head = await runtime.store.last_event_id()
-    asks = await history(runtime, session.id, head, ("permission.asked", "permission.replied"))
+    kinds = ("permission.asked", "permission.replied")
+    asks = [e async for e in History(runtime, session.id, head, kinds)]
     ui = ui_messages(stored, approvals_of(asks))
     if runtime.status.get(session.id).type != "idle" and ui and ui[-1]["role"] == "assistant":
         ui.pop()

@@ -37,9 +37,10 @@ from partwire.schema.input import (
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session, SessionModel
+from partwire.server.cursor import STREAM_HEADERS, counted, live
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2 import body
-from partwire.server.turnstream import history
+from partwire.server.turnstream import History
 from partwire.session.agents import get_agent
 from partwire.session.loop import leave_running
 from partwire.session.revert import cleanup_revert
@@ -419,14 +420,19 @@ async def revert_clear(request: Request, sessionID: str) -> Response:
 
 
 async def durable_history(
-    runtime: Runtime, session: Session
+    runtime: Runtime, session: Session, *, after: int = -1, limit: int | None = None
 ) -> tuple[DurableEvents, list[Any], str | None]:
-    """The session's durable events so far, the projection that made them, and the newest
-    logged event they reflect."""
+    """The session's durable events after sequence number ``after`` (at most ``limit`` + 1
+    of them: the reading stops there), the projection that made them, and the newest
+    logged event they reflect. The log is folded a page at a time: only what is returned
+    is kept."""
     head = await runtime.store.last_event_id()
-    events = await history(runtime, session.id, head, DURABLE_SOURCES)
     projection = DurableEvents(session.id, session.directory)
-    made = [durable for event in events for durable in projection.durable(event)]
+    made: list[Any] = []
+    async for event in History(runtime, session.id, head, DURABLE_SOURCES):
+        made += [d for d in projection.durable(event) if d["durable"]["seq"] > after]
+        if limit is not None and len(made) > limit:
+            break
     return projection, made, head
 
 
@@ -447,8 +453,7 @@ async def session_history(
     if limit is not None and (not limit.isdigit() or int(limit) < 1):
         raise BadRequestError(f"limit {limit!r} is not a positive number", field="limit")
     size = min(int(limit), 1000) if limit else 100
-    _, made, _ = await durable_history(runtime, session)
-    later = [d for d in made if d["durable"]["seq"] > _after(after)]
+    _, later, _ = await durable_history(runtime, session, after=_after(after), limit=size)
     return body({"data": later[:size], "hasMore": len(later) > size})
 
 
@@ -467,29 +472,23 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
     # before the log is read
     subscription = runtime.bus.subscribe(*DURABLE_SOURCES, session_id=session.id)
     try:
-        projection, made, head = await durable_history(runtime, session)
+        projection, made, head = await durable_history(runtime, session, after=start)
     except BaseException:
         subscription.close()
         raise
-    runtime.quotas.open_stream(client)
 
     async def stream() -> AsyncIterator[str]:
         try:
-            yield "".join(_frame(d) for d in made if d["durable"]["seq"] > start)
-            async for batch in subscription.batches(runtime.settings.heartbeat_s):
-                if batch is None:
-                    yield ": heartbeat\n\n"
-                    continue
-                fresh = [e for e in batch if head is None or e.id > head]
-                text = "".join(_frame(d) for e in fresh for d in projection.durable(e))
-                if text:
-                    yield text
+            with counted(runtime, client):
+                yield "".join(_frame(d) for d in made)
+                made.clear()
+                async for batch in live(subscription, runtime.settings.heartbeat_s, head):
+                    if batch is None:
+                        yield ": heartbeat\n\n"
+                        continue
+                    if text := "".join(_frame(d) for e in batch for d in projection.durable(e)):
+                        yield text
         finally:
             subscription.close()
-            runtime.quotas.close_stream(client)
 
-    return StreamingResponse(
-        stream(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)

@@ -1,0 +1,114 @@
+"""The one stream cursor: events after a point, from the log a page at a time, then live.
+
+Every transport that serves the event log (``/event``, part frames, the hub over
+Socket.IO and ``/ws``, the AI SDK and AG-UI turn streams) reads it through here:
+
+- a cursor is ``<event id>`` or ``<event id>:<n>`` (the n-th item a transport made from
+  that event), parsed and formatted here only;
+- history comes from the store in pages of REPLAY_PAGE events: a session of 90,000
+  events is never one list in memory, and the event loop gets a turn between pages;
+- live events follow with no gap and no repeat: the subscription is opened before the
+  log is read, and anything already sent is skipped by its place in the log (an event
+  announced while the store took no write has none: it always passes, and no cursor
+  stands on it);
+- a heartbeat goes out when nothing else has for the configured time;
+- a stream counts against its client's quota while it is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+
+from partwire.bus import Subscription
+from partwire.runtime import Runtime
+from partwire.schema.event import Event
+from partwire.storage.base import Store
+
+REPLAY_PAGE = 500
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def parse_cursor(cursor: str) -> tuple[str, int | None]:
+    """``evt_…:n`` → (event id, n); a bare event id means all of its items were seen."""
+    event_id, _, index = cursor.partition(":")
+    return event_id, int(index) if index.isdigit() else None
+
+
+def item_id(event: Event, n: int) -> str | None:
+    """The cursor of the n-th item made from ``event`` (None: it has no place in the log)."""
+    return f"{event.id}:{n}" if event.in_log else None
+
+
+async def session_events(
+    store: Store,
+    session_id: str,
+    types: Sequence[str],
+    *,
+    through: str,
+    after: str | None = None,
+) -> AsyncIterator[Event]:
+    """The session's logged events of ``types`` after ``after`` (None: from the start) up
+    to ``through``, oldest first, read a page at a time (EventLogGap as the store's)."""
+    wanted = list(types)
+    while True:
+        page = await store.session_page(
+            session_id, wanted, after=after, through=through, limit=REPLAY_PAGE
+        )
+        for event in page:
+            yield event
+        if len(page) < REPLAY_PAGE:
+            return
+        after = page[-1].id
+        await asyncio.sleep(0)  # other requests go on between pages
+
+
+async def log_pages(store: Store, after: str) -> AsyncIterator[list[Event]]:
+    """Every logged event after ``after``, as stored (unparsed: for framing), a page at a
+    time (EventLogGap as the store's)."""
+    while True:
+        page = await store.log_page(after, REPLAY_PAGE)
+        if page:
+            yield page
+            after = page[-1].id
+        if len(page) < REPLAY_PAGE:
+            return
+
+
+def unsent(batch: list[Event], sent: str | None) -> tuple[list[Event], str | None]:
+    """The events of ``batch`` after ``sent`` (events announced unlogged always are), and
+    the place in the log to go on from."""
+    fresh = [e for e in batch if not e.in_log or sent is None or e.id > sent]
+    for event in reversed(fresh):
+        if event.in_log:
+            return fresh, event.id
+    return fresh, sent
+
+
+async def live(
+    subscription: Subscription, heartbeat_s: float, sent: str | None
+) -> AsyncIterator[list[Event] | None]:
+    """Live events not sent yet, a batch at a time; None when a heartbeat is due. Ends when
+    the subscription closes (``subscription.overflowed``: the client read too slowly)."""
+    async for batch in subscription.batches(heartbeat_s):
+        if batch is None:
+            yield None
+            continue
+        fresh, sent = unsent(batch, sent)
+        if fresh:
+            yield fresh
+
+
+@contextlib.contextmanager
+def counted(runtime: Runtime, client: str | None) -> Iterator[None]:
+    """A stream of ``client``'s, counted against its quota while it is open (the route
+    checked the quota before answering)."""
+    if client is None:
+        yield
+        return
+    runtime.quotas.open_stream(client)
+    try:
+        yield
+    finally:
+        runtime.quotas.close_stream(client)

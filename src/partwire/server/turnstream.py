@@ -179,16 +179,31 @@ class History:
             yield event
 
 
-async def from_cursor(stream: TurnStream, history: History, cursor: str) -> str:
-    """What followed ``cursor``, to the end of the turn that was in progress there."""
+Opening = AsyncIterator[str]
+FLUSH_CHARS = 65_536  # an opening is sent in pieces of about this size, as they are made
+
+
+async def check_cursor(history: History, cursor: str) -> None:
+    """400 unless ``cursor`` names an event of this session (read before answering)."""
+    event_id, _ = parse_cursor(cursor)
+    async for event in history:
+        if event.id == event_id:
+            return
+    raise BadRequestError(f"cannot resume from {cursor}: not an event of this session")
+
+
+async def from_cursor(stream: TurnStream, history: History, cursor: str) -> Opening:
+    """What followed ``cursor``, to the end of the turn that was in progress there (the
+    route checked the cursor with check_cursor)."""
     event_id, seen = parse_cursor(cursor)
     found = False
-    text: list[str] = []
+    text = _Pieces()
     async for event in history:
         if found:
             if stream.done:
                 break
-            text.append(stream.emit(event))
+            if piece := text.add(stream.emit(event)):
+                yield piece
         elif event.id != event_id:
             stream.feed(event)
         else:
@@ -197,11 +212,27 @@ async def from_cursor(stream: TurnStream, history: History, cursor: str) -> str:
             stream.follow = current.parent_id if current is not None else None
             if current is not None and current.done:
                 stream.done = True
-                return ""
-            text.append(stream.emit(event, first=(seen + 1) if seen is not None else 1 << 30))
-    if not found:
-        raise BadRequestError(f"cannot resume from {cursor}: not an event of this session")
-    return "".join(text)
+                return
+            text.add(stream.emit(event, first=(seen + 1) if seen is not None else 1 << 30))
+    yield text.rest()
+
+
+class _Pieces:
+    """Text gathered until it is worth a send."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, text: str) -> str:
+        self.parts.append(text)
+        self.size += len(text)
+        return self.rest() if self.size >= FLUSH_CHARS else ""
+
+    def rest(self) -> str:
+        joined = "".join(self.parts)
+        self.parts, self.size = [], 0
+        return joined
 
 
 async def after_last_wait(history: History, asks: set[str]) -> str | None:
@@ -221,21 +252,39 @@ async def after_last_wait(history: History, asks: set[str]) -> str | None:
     return None
 
 
-async def resume_at(stream: TurnStream, history: History, after: str | None) -> str:
+async def resume_at(stream: TurnStream, history: History, after: str | None) -> Opening:
     """The turn in progress just after the event ``after`` (None: at the end), from there
     on: the view's beginning, then the history's items after it."""
-    opening: str | None = None
-    text: list[str] = []
+    began = False
+    text = _Pieces()
     async for event in history:
-        if opening is None and (after is None or event.id <= after):
+        if not began and (after is None or event.id <= after):
             stream.feed(event)
             continue
-        if opening is None:
-            opening = _begin(stream)
+        if not began:
+            began = True
+            text.add(_begin(stream))
         if stream.done:
             break
-        text.append(stream.emit(event))
-    return (opening if opening is not None else _begin(stream)) + "".join(text)
+        if piece := text.add(stream.emit(event)):
+            yield piece
+    yield text.rest() if began else _begin(stream)
+
+
+async def from_turn_start(stream: TurnStream, history: History) -> Opening:
+    """The latest turn from its first chunk; when it has ended, the next one to begin."""
+    start = await latest_turn_start(history)
+    text = _Pieces()
+    async for event in history:
+        if start is None or event.id < start:
+            stream.feed(event)
+        elif piece := text.add(stream.emit(event)):
+            yield piece
+    yield text.rest()
+
+
+async def opening_of(text: str) -> Opening:
+    yield text
 
 
 def _begin(stream: TurnStream) -> str:
@@ -284,14 +333,15 @@ async def _respond(
     runtime: Runtime,
     subscription: Subscription,
     stream: TurnStream,
-    opening: str,
+    opening: Opening,
     sent: str | None,
     client: str,
 ) -> AsyncIterator[str]:
     try:
         with counted(runtime, client):
-            if opening:
-                yield opening
+            async for text in opening:
+                if text:
+                    yield text
             if not stream.done:
                 if stop := stream.stop_if_waiting():
                     yield stop
@@ -307,11 +357,14 @@ def respond(
     runtime: Runtime,
     subscription: Subscription,
     stream: TurnStream,
-    opening: str,
+    opening: Opening | str,
     sent: str | None,
     client: str,
 ) -> StreamingResponse:
-    """Send ``opening``, then the live events after ``sent`` until the turn ends or waits."""
+    """Send ``opening`` (made while it is sent: a long turn is never one string), then the
+    live events after ``sent`` until the turn ends or waits."""
+    if isinstance(opening, str):
+        opening = opening_of(opening)
     return StreamingResponse(
         _respond(runtime, subscription, stream, opening, sent, client),
         media_type="text/event-stream",

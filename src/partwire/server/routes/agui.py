@@ -37,9 +37,11 @@ from partwire.schema.permission import PermissionReply
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
     History,
+    Opening,
     TurnStream,
     after_last_wait,
     answer_permissions,
+    check_cursor,
     enqueue_prompt,
     from_cursor,
     respond,
@@ -174,14 +176,16 @@ async def run(request: Request) -> Response:
     try:
         if cursor:
             head = await runtime.store.last_event_id()
-            opening = await from_cursor(stream, History(runtime, session.id, head), cursor)
+            past = History(runtime, session.id, head)
+            await check_cursor(past, cursor)
+            opening: Opening | str = from_cursor(stream, past, cursor)
         elif body.resume:
             replies = [_reply(entry) for entry in body.resume]
             await answer_permissions(runtime, session.id, replies)
             head = await runtime.store.last_event_id()
             past = History(runtime, session.id, head)
             start = await after_last_wait(past, {r[0] for r in replies})
-            opening = await resume_at(stream, past, start)
+            opening = resume_at(stream, past, start)
         elif prompt is not None:
             await enqueue_prompt(runtime.project_of(session), session, prompt, created=created)
             stream.follow = prompt.message_id

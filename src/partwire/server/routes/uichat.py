@@ -46,9 +46,10 @@ from partwire.server.turnstream import (
     TurnStream,
     after_last_wait,
     answer_permissions,
+    check_cursor,
     enqueue_prompt,
     from_cursor,
-    latest_turn_start,
+    from_turn_start,
     respond,
     resume_at,
     session_for,
@@ -235,7 +236,7 @@ async def _answer(
         past = History(runtime, session.id, head)
         start = await after_last_wait(past, {a for a, _, _ in answers})
         stream = _stream(session.id)
-        opening = await resume_at(stream, past, start)
+        opening = resume_at(stream, past, start)
     except BaseException:
         subscription.close()
         raise
@@ -259,25 +260,14 @@ async def resume(request: Request, chatID: str) -> Response:
         past = History(runtime, session.id, head)
         stream = _stream(session.id)
         if cursor is not None:
-            opening = await from_cursor(stream, past, cursor)
+            await check_cursor(past, cursor)
+            opening = from_cursor(stream, past, cursor)
         else:
-            opening = await _from_turn_start(stream, past)
+            opening = from_turn_start(stream, past)
     except BaseException:
         subscription.close()
         raise
     return respond(runtime, subscription, stream, opening, head, client)
-
-
-async def _from_turn_start(stream: TurnStream, past: History) -> str:
-    """The latest turn from its first chunk; when it has ended, the next one to begin."""
-    start = await latest_turn_start(past)
-    text: list[str] = []
-    async for event in past:
-        if start is None or event.id < start:
-            stream.feed(event)
-        else:
-            text.append(stream.emit(event))
-    return "".join(text)
 
 
 @router.get("/{chatID}/messages", summary="AI SDK chat: the chat's UIMessages")

@@ -1,18 +1,30 @@
-"""Replay memory: stalled clients that resume GET /event far back must not take the
-server's memory.
+"""Replay memory: stalled clients that replay a long session, on every transport, must
+not take the server's memory nor hold up its other requests.
 
     python bench/replay.py                  # 90,000 logged events; 8 and 32 clients
+    python bench/replay.py --transport all  # each transport, 8 clients from the start
 
 A real ``partwire serve`` (demo model, delay 0) logs ``long N`` (N deltas). Then, for
-each row, that many raw sockets resume ``GET /event`` with a ``Last-Event-ID`` some
-events back and never read. The table gives the server's RSS: idle, the peak while the
-clients hang, and after they leave. Target: peak under idle + 50 MB. A client further
-back than the replay limit (50,000 events) gets ``server.resync`` instead of a replay.
+each row, that many raw sockets ask for a replay and never read:
+
+- ``event``: ``GET /event`` with a ``Last-Event-ID`` some events back (further back than
+  the replay limit, 50,000 events, gets ``server.resync`` instead);
+- ``frames``: ``GET /session/{id}/stream`` from the session's first event;
+- ``aisdk``: ``GET /ui/chat/{id}/stream`` from the turn's first event;
+- ``agui``: ``POST /agui`` reconnecting from the turn's first event;
+- ``ws`` and ``socketio``: the hub over ``/ws`` and over Socket.IO's WebSocket transport,
+  subscribing to the session from its start;
+- ``v2``: ``GET /api/session/{id}/event`` from the first durable event.
+
+The table gives the server's RSS: idle, the peak while the clients hang, and after they
+leave, and the slowest ``GET /global/health`` meanwhile. Target: peak under idle + 50 MB.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import os
 import socket
 import sqlite3
@@ -20,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -40,14 +53,82 @@ def _rss_mb(process: psutil.Process) -> float:
     return float(process.memory_info().rss) / 1e6
 
 
-def _stall(port: int, last_id: str) -> socket.socket:
-    """A client that asks for a replay and then never reads."""
+def _socket(port: int) -> socket.socket:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(("127.0.0.1", port))
-    request = f"GET /event HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: {last_id}\r\n\r\n"
-    sock.sendall(request.encode())
     return sock
+
+
+def _http(port: int, head: str, body: bytes = b"") -> socket.socket:
+    """A client that sends one request and then never reads."""
+    sock = _socket(port)
+    sock.sendall(head.encode() + body)
+    return sock
+
+
+def _ws_frame(text: str) -> bytes:
+    """One masked WebSocket text frame (a client's frames are masked)."""
+    payload = text.encode()
+    mask = os.urandom(4)
+    size = len(payload)
+    head = bytes([0x81])
+    if size < 126:
+        head += bytes([0x80 | size])
+    else:
+        head += bytes([0x80 | 126]) + size.to_bytes(2, "big")
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def _websocket(port: int, path: str, messages: list[str]) -> socket.socket:
+    """A WebSocket that sends ``messages`` once upgraded, then never reads."""
+    sock = _socket(port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    head = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    sock.sendall(head.encode())
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        reply += sock.recv(1)  # the upgrade's answer only: nothing after it is read
+    if b" 101 " not in reply.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"{path}: no upgrade ({reply[:80]!r})")
+    for message in messages:
+        sock.sendall(_ws_frame(message))
+    return sock
+
+
+def _stall(port: int, transport: str, sid: str, cursor: str) -> socket.socket:
+    """A client of ``transport`` that asks for a replay from ``cursor`` and never reads."""
+    host = "Host: 127.0.0.1\r\n"
+    if transport == "event":
+        return _http(port, f"GET /event HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n\r\n")
+    if transport == "frames":
+        path = f"/session/{sid}/stream"
+        return _http(port, f"GET {path} HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n\r\n")
+    if transport == "aisdk":
+        path = f"/ui/chat/{sid}/stream"
+        return _http(port, f"GET {path} HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n\r\n")
+    if transport == "agui":
+        body = json.dumps({
+            "threadId": sid, "runId": "bench", "state": {}, "messages": [], "tools": [],
+            "context": [], "forwardedProps": {},
+        }).encode()  # fmt: skip
+        head = (
+            f"POST /agui HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        return _http(port, head, body)
+    if transport == "v2":
+        return _http(port, f"GET /api/session/{sid}/event?after=0 HTTP/1.1\r\n{host}\r\n")
+    subscribe = {"sessionId": sid}
+    if transport == "ws":
+        return _websocket(port, "/ws", [json.dumps({"event": "subscribe", "data": subscribe})])
+    if transport == "socketio":
+        messages = ["40", "421" + json.dumps(["subscribe", subscribe])]
+        return _websocket(port, "/socket.io/?EIO=4&transport=websocket", messages)
+    raise ValueError(f"no transport {transport!r}")
 
 
 def _event_id_back(db: Path, back: int) -> str:
@@ -68,26 +149,86 @@ def _event_id_back(db: Path, back: int) -> str:
         conn.close()
 
 
-def _row(
-    server: psutil.Process, port: int, db: Path, clients: int, back: int, watch_s: float
-) -> str:
+def _first_event(db: Path, sid: str, kind: str) -> str:
+    """The id of the session's first logged event of type ``kind``."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        epoch = int(conn.execute("SELECT value FROM meta WHERE key = 'event_epoch'").fetchone()[0])
+        row = conn.execute(
+            "SELECT seq FROM event_log WHERE type = ? AND instr(payload, ?) > 0 ORDER BY seq "
+            "LIMIT 1",
+            (kind, f'"sessionID":"{sid}"'),
+        ).fetchone()
+        return logged_event_id(epoch, int(row[0]))
+    finally:
+        conn.close()
+
+
+def _health_ms(http: httpx.Client) -> float:
+    """How long ``GET /global/health`` takes (one kept-alive connection)."""
+    started = time.monotonic()
+    http.get("/global/health")
+    return (time.monotonic() - started) * 1000
+
+
+@dataclass
+class Row:
+    transport: str
+    clients: int
+    back: str
+    idle: float
+    peak: float
+    after: float
+    health_ms: float
+
+    def line(self) -> str:
+        verdict = "ok" if self.peak - self.idle < TARGET_MB else "OVER"
+        return (
+            f"| {self.transport:>9} | {self.clients:>7} | {self.back:>12} | {self.idle:7.1f} "
+            f"| {self.peak:7.1f} | {self.peak - self.idle:+9.1f} | {self.after:7.1f} "
+            f"| {self.health_ms:9.0f} | {verdict:>6} |"
+        )
+
+
+def measure(
+    server: psutil.Process,
+    url: str,
+    transport: str,
+    sid: str,
+    cursor: str,
+    clients: int,
+    watch_s: float,
+    back: str = "start",
+) -> Row:
+    port = int(url.rsplit(":", 1)[1])
     idle = _rss_mb(server)
-    last_id = _event_id_back(db, back)
-    sockets = [_stall(port, last_id) for _ in range(clients)]
-    peak = idle
+    sockets = [_stall(port, transport, sid, cursor) for _ in range(clients)]
+    peak, slowest = idle, 0.0
     deadline = time.monotonic() + watch_s
-    while time.monotonic() < deadline:
-        peak = max(peak, _rss_mb(server))
-        time.sleep(0.1)
+    with httpx.Client(base_url=url, timeout=30) as http:
+        _health_ms(http)  # the connection is open before the clients hang
+        while time.monotonic() < deadline:
+            peak = max(peak, _rss_mb(server))
+            slowest = max(slowest, _health_ms(http))
+            time.sleep(0.05)
     for sock in sockets:
         sock.close()
     time.sleep(watch_s / 3)
-    after = _rss_mb(server)
-    verdict = "ok" if peak - idle < TARGET_MB else "OVER"
-    return (
-        f"| {clients:>7} | {back:>12,} | {idle:7.1f} | {peak:7.1f} | {peak - idle:+9.1f} "
-        f"| {after:7.1f} | {verdict:>6} |"
-    )
+    return Row(transport, clients, back, idle, peak, _rss_mb(server), slowest)
+
+
+HEADER = (
+    "| transport | clients | from         | idle MB | peak MB | peak-idle | after MB "
+    "| health ms | target |\n|---|---|---|---|---|---|---|---|---|"
+)
+TRANSPORTS = ("event", "frames", "aisdk", "agui", "ws", "socketio", "v2")
+
+
+def cursor_for(db: Path, transport: str, sid: str) -> str:
+    """Where a transport's clients replay from: the session's (or its turn's) start."""
+    if transport in ("aisdk", "agui"):
+        return _first_event(db, sid, "message.updated")
+    return _first_event(db, sid, "session.created")
 
 
 def main() -> None:
@@ -96,6 +237,14 @@ def main() -> None:
     parser.add_argument(
         "--watch-s", type=float, default=6, help="how long each row samples the server's RSS"
     )
+    parser.add_argument(
+        "--transport",
+        action="append",
+        choices=[*TRANSPORTS, "all"],
+        help="replay from the start on this transport (repeatable; all: every one); "
+        "without it: /event from 40,000 and N events back, 8 and 32 clients",
+    )
+    parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -125,10 +274,25 @@ def main() -> None:
             server = psutil.Process(proc.pid)
             db = root / "data" / "partwire.db"
             print(f"replay memory, {args.events:,} logged deltas ({os.cpu_count()} cores)")
-            print("| clients | events back  | idle MB | peak MB | peak-idle | after MB | target |")
-            print("|---|---|---|---|---|---|---|")
-            for clients, back in ((8, 40_000), (32, 40_000), (8, args.events), (32, args.events)):
-                print(_row(server, port, db, clients, back, args.watch_s), flush=True)
+            print(HEADER)
+            chosen = args.transport or []
+            transports = TRANSPORTS if "all" in chosen else tuple(chosen)
+            for transport in transports:
+                cursor = cursor_for(db, transport, sid)
+                row = measure(server, url, transport, sid, cursor, args.clients, args.watch_s)
+                print(row.line(), flush=True)
+            if not transports:
+                for clients, back in (
+                    (8, 40_000),
+                    (32, 40_000),
+                    (8, args.events),
+                    (32, args.events),
+                ):
+                    cursor = _event_id_back(db, back)
+                    row = measure(
+                        server, url, "event", sid, cursor, clients, args.watch_s, f"{back:,} back"
+                    )
+                    print(row.line(), flush=True)
         finally:
             proc.terminate()
             proc.wait(10)

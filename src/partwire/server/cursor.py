@@ -5,8 +5,9 @@ Socket.IO and ``/ws``, the AI SDK and AG-UI turn streams) reads it through here:
 
 - a cursor is ``<event id>`` or ``<event id>:<n>`` (the n-th item a transport made from
   that event), parsed and formatted here only;
-- history comes from the store in pages of REPLAY_PAGE events: a session of 90,000
-  events is never one list in memory, and the event loop gets a turn between pages;
+- history comes from the store a page at a time (REPLAY_PAGE, SESSION_PAGE events): a
+  session of 90,000 events is never one list in memory, and the event loop gets a turn
+  between pages;
 - live events follow with no gap and no repeat: the subscription is opened before the
   log is read, and anything already sent is skipped by its place in the log (an event
   announced while the store took no write has none: it always passes, and no cursor
@@ -26,7 +27,8 @@ from partwire.runtime import Runtime
 from partwire.schema.event import Event
 from partwire.storage.base import Store
 
-REPLAY_PAGE = 500
+REPLAY_PAGE = 500  # logged events framed as stored (GET /event): cheap, so pages are large
+SESSION_PAGE = 100  # parsed and folded by an adapter: smaller, so other requests go between
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -54,11 +56,11 @@ async def session_events(
     wanted = list(types)
     while True:
         page = await store.session_page(
-            session_id, wanted, after=after, through=through, limit=REPLAY_PAGE
+            session_id, wanted, after=after, through=through, limit=SESSION_PAGE
         )
         for event in page:
             yield event
-        if len(page) < REPLAY_PAGE:
+        if len(page) < SESSION_PAGE:
             return
         after = page[-1].id
         await asyncio.sleep(0)  # other requests go on between pages

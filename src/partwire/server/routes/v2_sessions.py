@@ -457,6 +457,9 @@ async def session_history(
     return body({"data": later[:size], "hasMore": len(later) > size})
 
 
+HISTORY_PIECE = 200  # durable events a piece of a replay holds
+
+
 def _frame(durable: dict[str, Any]) -> str:
     data = json.dumps(durable, separators=(",", ":"))
     return f"id: {durable['durable']['seq']}\nevent: {durable['type']}\ndata: {data}\n\n"
@@ -472,16 +475,23 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
     # before the log is read
     subscription = runtime.bus.subscribe(*DURABLE_SOURCES, session_id=session.id)
     try:
-        projection, made, head = await durable_history(runtime, session, after=start)
+        head = await runtime.store.last_event_id()
     except BaseException:
         subscription.close()
         raise
+    projection = DurableEvents(session.id, session.directory)
 
     async def stream() -> AsyncIterator[str]:
         try:
             with counted(runtime, client):
-                yield "".join(_frame(d) for d in made)
-                made.clear()
+                pending: list[str] = []  # the history is folded and sent a piece at a time
+                async for event in History(runtime, session.id, head, DURABLE_SOURCES):
+                    made = projection.durable(event)
+                    pending += [_frame(d) for d in made if d["durable"]["seq"] > start]
+                    if len(pending) >= HISTORY_PIECE:
+                        yield "".join(pending)
+                        pending.clear()
+                yield "".join(pending)
                 async for batch in live(subscription, runtime.settings.heartbeat_s, head):
                     if batch is None:
                         yield ": heartbeat\n\n"

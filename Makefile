@@ -117,8 +117,11 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/mentions.py
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000
 	$(BIN)/python bench/replay.py --events 90000
+	$(BIN)/python bench/replay.py --events 90000 --transport all
 	$(BIN)/python bench/ingest.py --deltas 10000
 	$(BIN)/python bench/ingest.py --deltas 500 --paced-ms 5
+	$(BIN)/python bench/ingest.py --deltas 2000 --delta-chars 2048 --prefix-kb 20 20480 --args-deltas 100 1000
+	$(BIN)/python bench/recorder.py
 
 wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .

@@ -44,8 +44,12 @@ class Draft:
     type: str
     properties: WireModel
 
-    def with_id(self, event_id: str, *, announced: bool = False) -> Event:
-        return Event(event_id, self.type, self.properties, announced=announced)
+    def with_id(self, event_id: str) -> Event:
+        return Event(event_id, self.type, self.properties)
+
+    def announced(self, event_id: str) -> Event:
+        """This event published without being logged (Store.announce)."""
+        return AnnouncedEvent(event_id, self.type, self.properties)
 
     @property
     def session_id(self) -> str | None:
@@ -61,9 +65,6 @@ class Event:
     type: str
     properties: WireModel
     json: str = field(default="", compare=False)
-    # published without being logged while the store took no write (Store.announce): its
-    # id is no position in the log, so no cursor may stand on it
-    announced: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.json:
@@ -74,7 +75,7 @@ class Event:
     def in_log(self) -> bool:
         """Whether this event has a place in the event log: a client may resume after it,
         and a stream orders and skips events by it."""
-        return not self.announced and REGISTRY[self.type].logged
+        return REGISTRY[self.type].logged
 
     @property
     def properties_json(self) -> str:
@@ -85,6 +86,16 @@ class Event:
     def session_id(self) -> str | None:
         value = getattr(self.properties, "session_id", None)
         return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class AnnouncedEvent(Event):
+    """An event published while the store took no write (Store.announce): its id is no
+    place in the log, so no cursor may stand on it."""
+
+    @property
+    def in_log(self) -> bool:
+        return False
 
 
 _JSON_HEAD = len('{"id":"","type":"","properties":')

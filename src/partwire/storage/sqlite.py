@@ -272,7 +272,7 @@ class SqliteStore:
         await self._submit(Write(events=events))
 
     def announce(self, events: list[Draft]) -> None:
-        self.bus.publish_many([d.with_id(ids.event_id(), announced=True) for d in events])
+        self.bus.publish_many([draft.announced(ids.event_id()) for draft in events])
 
     async def recover_session(self, session_id: str) -> None:
         """Finish what the server that ran this session left unfinished (it is gone)."""

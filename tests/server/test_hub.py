@@ -278,3 +278,49 @@ async def test_a_websocket_client_that_does_not_read_is_told_to_resync(
         await rest.stop()
     titles = [e["payload"]["title"] for e in events + rest.events if e["type"] == "options:update"]
     assert [t.split()[0] for t in titles] == [str(n) for n in range(1500)]
+
+
+def _ws_session_events(url: str, subscribe: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every SessionEvent /ws sends for ``subscribe`` until it has been quiet a while."""
+    sock = _ws_stalled(url, subscribe)
+    try:
+        sock.settimeout(1)
+        data = bytearray()
+        try:
+            while chunk := sock.recv(65536):
+                data.extend(chunk)
+        except TimeoutError:
+            pass
+    finally:
+        sock.close()
+    messages, at = [], 0
+    while at + 2 <= len(data):
+        size, at = data[at + 1] & 0x7F, at + 2
+        if size == 126:
+            size, at = int.from_bytes(data[at : at + 2], "big"), at + 2
+        elif size == 127:
+            size, at = int.from_bytes(data[at : at + 8], "big"), at + 8
+        messages.append(json.loads(data[at : at + size]))
+        at += size
+    return [m["data"] for m in messages if m["event"] == "session:event"]
+
+
+async def test_ws_resumes_exactly_after_any_cut_and_after_a_restart(settings: Settings) -> None:
+    """The hub over /ws, through the one cursor: after a cut anywhere, exactly the rest,
+    nothing lost or repeated; and the same after the server restarts (cursors are places
+    in the log, which the restart keeps)."""
+    async with serve_in_background(settings) as url, PartwireClient(url) as client:
+        session_id = await _ran_session(client)
+        stored = await client.messages(session_id)
+        events = await asyncio.to_thread(_ws_session_events, url, {"sessionId": session_id})
+        assert _reduce(events)["blocks"] == blocks_of(stored)
+        cuts = [*sorted(random.Random(7).sample(range(len(events) - 1), 4)), len(events) - 2]
+        for cut in cuts:
+            since = {"sessionId": session_id, "since": events[cut]["id"]}
+            rest = await asyncio.to_thread(_ws_session_events, url, since)
+            assert rest == events[cut + 1 :], f"resumed over /ws after event {cut}"
+    async with serve_in_background(settings) as url:  # a new server on the same data dir
+        for cut in cuts[:2]:
+            since = {"sessionId": session_id, "since": events[cut]["id"]}
+            rest = await asyncio.to_thread(_ws_session_events, url, since)
+            assert rest == events[cut + 1 :], f"resumed after a restart, after event {cut}"

@@ -43,7 +43,13 @@ from partwire.schema.frames import (
     Role,
     content_of,
 )
-from partwire.schema.message import ABORTED_TOOL, MessageError, aborted_error, unknown_error
+from partwire.schema.message import (
+    ABORTED_TOOL,
+    MessageError,
+    aborted_error,
+    error_text,
+    unknown_error,
+)
 from partwire.schema.part import (
     APIError,
     CreatedTime,
@@ -604,7 +610,7 @@ class StreamingMessageBuilder:
             text = message
         else:
             error = message
-            text = getattr(getattr(message, "data", None), "message", "") or message.name
+            text = error_text(message)
         default = ABORTED_TOOL if aborted or error.name == "MessageAbortedError" else text
         return self._end(error, tool_error or default)
 

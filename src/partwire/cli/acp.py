@@ -129,7 +129,7 @@ class EventPump:
         async for event in self.client.events():
             if event.type == "server.connected":
                 self.connected.set()
-            queue = self.queues.get(getattr(event.properties, "session_id", None) or "")
+            queue = self.queues.get(event.session_id or "")
             if queue is not None and event.type in TURN_EVENTS:
                 queue.put_nowait(event)
 

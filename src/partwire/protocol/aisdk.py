@@ -44,7 +44,7 @@ from partwire.schema.event import (
     QuestionRepliedProps,
     TodoProps,
 )
-from partwire.schema.message import AssistantMessage
+from partwire.schema.message import AssistantMessage, error_text
 from partwire.schema.part import (
     FilePart,
     Part,
@@ -100,14 +100,6 @@ def usage_metadata(tokens: Tokens, cost: float) -> dict[str, Any]:
 
 def data_chunk(part: Part) -> Chunk:
     return {"type": f"data-{part.type}", "id": part.id, "data": part.wire()}
-
-
-def _error_text(info: AssistantMessage) -> str | None:
-    error = info.error
-    if error is None:
-        return None
-    message = getattr(error.data, "message", None)
-    return str(message) if message else error.name
 
 
 @dataclass
@@ -199,8 +191,8 @@ class UIChunks:
             return out
         if info.finish is not None:
             turn.finish = info.finish
-        text = _error_text(info)
-        if text is not None and info.error is not None:
+        if info.error is not None:
+            text = error_text(info.error)
             if info.error.name == "MessageAbortedError":
                 turn.aborted = text
             elif info.id not in turn.closed:

@@ -26,7 +26,7 @@ from typing import Any
 from partwire.clock import now_ms
 from partwire.protocol.v2messages import tokens_v2
 from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
-from partwire.schema.message import AssistantMessage, UserMessage
+from partwire.schema.message import AssistantMessage, UserMessage, error_text
 from partwire.schema.part import (
     CompactionPart,
     FilePart,
@@ -41,14 +41,6 @@ from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolS
 DURABLE_SOURCES = ("message.updated", "message.part.updated")
 LIVE_SOURCES = (*DURABLE_SOURCES, "message.part.delta")
 PROVIDER = {"executed": False}
-
-
-def _error_text(info: AssistantMessage) -> str:
-    error = info.error
-    if error is None:
-        return ""
-    message = getattr(error.data, "message", None)
-    return str(message) if message else error.name
 
 
 @dataclass
@@ -134,7 +126,10 @@ class DurableEvents:
         if info.summary and info.parent_id in seen.compactions:
             return [*out, self._compacted(info, stamp)]
         if info.error is not None and info.error.name != "MessageOutputLengthError":
-            error = {"type": "unknown", "message": _error_text(info)}
+            error = {
+                "type": "unknown",
+                "message": error_text(info.error) if info.error is not None else "",
+            }
             out.append(("step.failed", {"assistantMessageID": info.id, "error": error,
                                         "_time": stamp}))  # fmt: skip
         else:

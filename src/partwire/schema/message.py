@@ -147,6 +147,12 @@ class AssistantMessage(WireModel):
     finish: str | None = None
 
 
+def error_text(error: MessageError) -> str:
+    """What an error says, for a client that shows text: its message, else its name."""
+    message = getattr(error.data, "message", None) if hasattr(error, "data") else None
+    return str(message) if message else error.name
+
+
 def new_assistant_message(
     *,
     session_id: str,

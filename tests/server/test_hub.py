@@ -232,8 +232,9 @@ def _ws_stalled(url: str, subscribe: dict[str, Any]) -> socket.socket:
     return sock
 
 
-def _ws_read_all(sock: socket.socket) -> list[dict[str, Any]]:
-    sock.settimeout(3)
+def _ws_read_all(sock: socket.socket, quiet_s: float = 3) -> list[dict[str, Any]]:
+    """Every message until the socket has been quiet for ``quiet_s``."""
+    sock.settimeout(quiet_s)
     data = bytearray()
     try:
         while chunk := sock.recv(65536):
@@ -284,24 +285,9 @@ def _ws_session_events(url: str, subscribe: dict[str, Any]) -> list[dict[str, An
     """Every SessionEvent /ws sends for ``subscribe`` until it has been quiet a while."""
     sock = _ws_stalled(url, subscribe)
     try:
-        sock.settimeout(1)
-        data = bytearray()
-        try:
-            while chunk := sock.recv(65536):
-                data.extend(chunk)
-        except TimeoutError:
-            pass
+        messages = _ws_read_all(sock, quiet_s=1)
     finally:
         sock.close()
-    messages, at = [], 0
-    while at + 2 <= len(data):
-        size, at = data[at + 1] & 0x7F, at + 2
-        if size == 126:
-            size, at = int.from_bytes(data[at : at + 2], "big"), at + 2
-        elif size == 127:
-            size, at = int.from_bytes(data[at : at + 8], "big"), at + 8
-        messages.append(json.loads(data[at : at + size]))
-        at += size
     return [m["data"] for m in messages if m["event"] == "session:event"]
 
 

@@ -43,8 +43,8 @@ def run_bodies(runtime_events: list[Any], session_id: str) -> list[str]:
         chunks = source.chunks(event)
         for chunk in chunks:
             if chunk["type"] == "start":
-                bodies.append("".join(item["sse"] for item in view.beginning(source)))
-            bodies[-1] += "".join(item["sse"] for item in view.translate([chunk], source))
+                bodies.append("".join(item.sse for item in view.beginning(source)))
+            bodies[-1] += "".join(item.sse for item in view.translate([chunk], source))
     return bodies
 
 

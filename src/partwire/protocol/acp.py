@@ -17,7 +17,7 @@ gives the updates that replay stored messages (``session/load``): the user's wor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from acp.schema import (
     AgentMessageChunk,
@@ -33,9 +33,10 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from partwire.protocol.sent import SentText
 from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps, TodoProps
 from partwire.schema.message import AssistantMessage, MessageWithParts
-from partwire.schema.part import ReasoningPart, TextPart, ToolPart
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
 from partwire.schema.permission import Todo
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
 
@@ -103,11 +104,14 @@ def text(value: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=value)
 
 
-def tool_content(part: ToolPart, root: Path) -> list[Any] | None:
+ToolContent = ContentToolCallContent | FileEditToolCallContent
+
+
+def tool_content(part: ToolPart, root: Path) -> list[ToolContent] | None:
     """The content of an ended call: a diff for edit and write, then the output (or the
     error) as text."""
     state = part.state
-    out: list[Any] = []
+    out: list[ToolContent] = []
     if isinstance(state, ToolStateCompleted):
         arguments = state.input
         path = arguments.get("filePath")
@@ -153,46 +157,41 @@ class AcpUpdates:
         self.session_id = session_id
         self.root = root
         self._assistant: set[str] = set()  # assistant message ids
-        self._sent: dict[str, str] = {}  # text/reasoning part id → text sent
+        self._sent = SentText()  # text and reasoning parts
         self._reasoning: set[str] = set()
         self._calls: dict[str, tuple[Status, str, str]] = {}  # call id → status, title, input
 
     def updates(self, event: Event) -> list[Update]:
-        props: Any = event.properties
-        if getattr(props, "session_id", None) != self.session_id:
+        if event.session_id != self.session_id:
             return []
-        if isinstance(props, MessageInfo):
-            if isinstance(props.info, AssistantMessage):
-                self._assistant.add(props.info.id)
-            return []
-        if isinstance(props, PartUpdatedProps):
-            return self._part(props)
-        if isinstance(props, PartDeltaProps):
-            return self._delta(props)
-        if isinstance(props, TodoProps):
-            return [plan_of(props.todos)]
+        match event.properties:
+            case PartDeltaProps() as delta:
+                return self._delta(delta)
+            case PartUpdatedProps() as updated:
+                return self._part(updated.part)
+            case MessageInfo(info=AssistantMessage() as info):
+                self._assistant.add(info.id)
+            case TodoProps() as todos:
+                return [plan_of(todos.todos)]
         return []
 
-    def _part(self, props: PartUpdatedProps) -> list[Update]:
-        part = props.part
+    def _part(self, part: Part) -> list[Update]:
         if part.message_id not in self._assistant:
             return []
         if isinstance(part, TextPart | ReasoningPart):
             if isinstance(part, ReasoningPart):
                 self._reasoning.add(part.id)
-            sent = self._sent.setdefault(part.id, "")
-            if len(part.text) > len(sent) and part.text.startswith(sent):
-                self._sent[part.id] = part.text
-                return [self._chunk(part.id, part.message_id, part.text[len(sent) :])]
-            return []
+            grown = self._sent.catch_up(part.id, part.text)
+            return [self._chunk(part.id, part.message_id, grown)] if grown else []
         if isinstance(part, ToolPart):
             return self._tool(part)
         return []
 
     def _delta(self, props: PartDeltaProps) -> list[Update]:
-        if props.field != "text" or props.part_id not in self._sent or not props.delta:
+        if props.field != "text" or not props.delta:
             return []
-        self._sent[props.part_id] += props.delta
+        if not self._sent.append(props.part_id, props.delta):
+            return []
         return [self._chunk(props.part_id, props.message_id, props.delta)]
 
     def _chunk(self, part_id: str, message_id: str, delta: str) -> Update:
@@ -216,18 +215,29 @@ class AcpUpdates:
         return [progress_of(part, self.root)]
 
 
-def _call(part: ToolPart, root: Path) -> dict[str, Any]:
+class _CallFields(TypedDict):
+    tool_call_id: str
+    title: str
+    kind: ToolKind
+    status: Status
+    locations: list[ToolCallLocation] | None
+    raw_input: dict[str, object] | None
+    content: list[ToolContent] | None
+    raw_output: str | None
+
+
+def _call(part: ToolPart, root: Path) -> _CallFields:
     state = part.state
-    return {
-        "tool_call_id": part.call_id,
-        "title": title_of(part),
-        "kind": tool_kind(part.tool),
-        "status": status_of(part),
-        "locations": locations(part, root),
-        "raw_input": state.input or None,
-        "content": tool_content(part, root),
-        "raw_output": state.output if isinstance(state, ToolStateCompleted) else None,
-    }
+    return _CallFields(
+        tool_call_id=part.call_id,
+        title=title_of(part),
+        kind=tool_kind(part.tool),
+        status=status_of(part),
+        locations=locations(part, root),
+        raw_input=state.input or None,
+        content=tool_content(part, root),
+        raw_output=state.output if isinstance(state, ToolStateCompleted) else None,
+    )
 
 
 def start_of(part: ToolPart, root: Path) -> ToolCallStart:

@@ -27,9 +27,8 @@ reasoning message, a tool call), so the client's verifier accepts what follows.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ag_ui.core import (
     AssistantMessage,
@@ -67,6 +66,7 @@ from ag_ui.encoder import EventEncoder
 
 from partwire.protocol.aisdk import Chunk, UIChunks
 from partwire.protocol.uimessages import Approval
+from partwire.schema.base import JSON, JSONObject
 from partwire.schema.message import AssistantMessage as StoredAssistant
 from partwire.schema.message import MessageWithParts
 from partwire.schema.part import ReasoningPart, TextPart, ToolPart
@@ -97,19 +97,44 @@ def interrupt_of(request: PermissionRequest) -> Interrupt:
     )
 
 
-def usage_of(metadata: dict[str, Any], model: dict[str, Any]) -> TokenUsage:
-    tokens = metadata.get("tokens", {})
-    cache = tokens.get("cache", {})
+def usage_of(metadata: Mapping[str, JSON], model: Mapping[str, JSON]) -> TokenUsage:
+    tokens = _map(metadata, "tokens")
+    cache = _map(tokens, "cache")
+    total = tokens.get("total")
     return TokenUsage(
-        provider=model.get("providerID"),
-        model=model.get("modelID"),
-        input_tokens=tokens.get("input", 0),
-        output_tokens=tokens.get("output", 0),
-        reasoning_tokens=tokens.get("reasoning", 0),
-        cached_input_tokens=cache.get("read", 0),
-        cache_write_input_tokens=cache.get("write", 0),
-        total_tokens=tokens.get("total"),
+        provider=_str(model, "providerID") or None,
+        model=_str(model, "modelID") or None,
+        input_tokens=_int(tokens, "input"),
+        output_tokens=_int(tokens, "output"),
+        reasoning_tokens=_int(tokens, "reasoning"),
+        cached_input_tokens=_int(cache, "read"),
+        cache_write_input_tokens=_int(cache, "write"),
+        total_tokens=total if isinstance(total, int) else None,
     )
+
+
+# reading back the AI SDK's chunks (JSON) with their types checked
+def _str(chunk: Mapping[str, JSON], key: str) -> str:
+    value = chunk.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _int(chunk: Mapping[str, JSON], key: str) -> int:
+    value = chunk.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def _map(chunk: Mapping[str, JSON], key: str) -> Mapping[str, JSON]:
+    value = chunk.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class AguiItem:
+    """One AG-UI event and its SSE text (encoded once)."""
+
+    event: BaseEvent
+    sse: str
 
 
 @dataclass
@@ -128,31 +153,31 @@ class AguiView:
     def __init__(self, thread_id: str, run_id: str, todos: list[Todo]) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
-        self.todos = [t.wire() for t in todos]
+        self.todos: Sequence[JSON] = [t.wire() for t in todos]
         self.open = _Open()
-        self.usage: dict[str, Any] = {}
-        self.model: dict[str, Any] = {}
+        self.usage: Mapping[str, JSON] = {}
+        self.model: Mapping[str, JSON] = {}
         self.error: str | None = None
 
     # ---- the View protocol -------------------------------------------------------------
 
-    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[dict[str, Any]]:
+    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[AguiItem]:
         events: list[BaseEvent] = []
         for chunk in chunks:
             events += self._events(chunk, source)
         return [self.item(e) for e in events]
 
-    def encode(self, item: dict[str, Any]) -> str:
-        return str(item["sse"])
+    def encode(self, item: AguiItem) -> str:
+        return item.sse
 
-    def beginning(self, source: UIChunks) -> list[dict[str, Any]]:
+    def beginning(self, source: UIChunks) -> list[AguiItem]:
         events: list[BaseEvent] = [
             RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id),
             StateSnapshotEvent(snapshot={"todos": self.todos}),
         ]
         return [self.item(e) for e in events + self._reopen()]
 
-    def waiting(self, source: UIChunks) -> list[dict[str, Any]]:
+    def waiting(self, source: UIChunks) -> list[AguiItem]:
         interrupts = [interrupt_of(source.asks[a]) for a in source.pending_approvals()]
         outcome = {"type": "interrupt", "interrupts": interrupts}
         finished = RunFinishedEvent.model_validate(
@@ -169,11 +194,11 @@ class AguiView:
 
     # ---- chunks → events ---------------------------------------------------------------
 
-    def item(self, event: BaseEvent) -> dict[str, Any]:
-        return {"event": event, "sse": _ENCODER.encode(event)}
+    def item(self, event: BaseEvent) -> AguiItem:
+        return AguiItem(event, _ENCODER.encode(event))
 
     def _events(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        kind = chunk["type"]
+        kind = _str(chunk, "type")
         handler = _CHUNKS.get(kind)
         if handler is not None:
             made: list[BaseEvent] = handler(self, chunk, source)
@@ -184,8 +209,9 @@ class AguiView:
 
     def _start(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
         self.usage, self.error = {}, None
-        self.model = chunk["messageMetadata"].get("model", {})
-        value = {"messageId": chunk["messageId"], **chunk["messageMetadata"]}
+        metadata = _map(chunk, "messageMetadata")
+        self.model = _map(metadata, "model")
+        value = {"messageId": _str(chunk, "messageId"), **metadata}
         return [CustomEvent(name="partwire.turn", value=value)]
 
     def _step(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
@@ -200,23 +226,24 @@ class AguiView:
         return self._close_step()
 
     def _metadata(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        self.usage = chunk["messageMetadata"]
+        self.usage = _map(chunk, "messageMetadata")
         return [CustomEvent(name="partwire.usage", value=self.usage)]
 
     def _text(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        kind, _, stage = chunk["type"].partition("-")
-        message_id = chunk["id"]
+        kind, _, stage = _str(chunk, "type").partition("-")
+        message_id = _str(chunk, "id")
         if stage == "start":
             self.open.messages[message_id] = kind
             return self._opening(message_id, kind)
         if message_id not in self.open.messages:
             return []
         if stage == "delta":
-            if not chunk["delta"]:
+            delta = _str(chunk, "delta")
+            if not delta:
                 return []
             if kind == "text":
-                return [TextMessageContentEvent(message_id=message_id, delta=chunk["delta"])]
-            return [ReasoningMessageContentEvent(message_id=message_id, delta=chunk["delta"])]
+                return [TextMessageContentEvent(message_id=message_id, delta=delta)]
+            return [ReasoningMessageContentEvent(message_id=message_id, delta=delta)]
         return self._closing(message_id)
 
     def _opening(self, message_id: str, kind: str) -> list[BaseEvent]:
@@ -239,25 +266,23 @@ class AguiView:
         return []
 
     def _call(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = chunk["toolCallId"]
+        call_id, name = _str(chunk, "toolCallId"), _str(chunk, "toolName")
         turn = source.turn
         parent = turn.step_message if turn is not None else None
-        self.open.calls[call_id] = (chunk["toolName"], parent)
+        self.open.calls[call_id] = (name, parent)
         return [
-            ToolCallStartEvent(
-                tool_call_id=call_id, tool_call_name=chunk["toolName"], parent_message_id=parent
-            )
+            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=parent)
         ]
 
     def _args(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = chunk["toolCallId"]
-        if call_id not in self.open.calls or not chunk["inputTextDelta"]:
+        call_id, delta = _str(chunk, "toolCallId"), _str(chunk, "inputTextDelta")
+        if call_id not in self.open.calls or not delta:
             return []
         self.open.with_args.add(call_id)
-        return [ToolCallArgsEvent(tool_call_id=call_id, delta=chunk["inputTextDelta"])]
+        return [ToolCallArgsEvent(tool_call_id=call_id, delta=delta)]
 
     def _ready(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = chunk["toolCallId"]
+        call_id = _str(chunk, "toolCallId")
         if call_id not in self.open.calls:
             return []
         out: list[BaseEvent] = []
@@ -271,13 +296,15 @@ class AguiView:
         return [ToolCallEndEvent(tool_call_id=call_id)]
 
     def _result(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = chunk["toolCallId"]
+        call_id = _str(chunk, "toolCallId")
         out = self._end_call(call_id) if call_id in self.open.calls else []
         kind = chunk["type"]
+        meta: dict[str, JSON]
         if kind == "tool-output-available":
-            content, meta = chunk["output"], {"status": "completed", **chunk["toolMetadata"]}
+            content = _str(chunk, "output")
+            meta = {"status": "completed", **_map(chunk, "toolMetadata")}
         elif kind == "tool-output-error":
-            content, meta = chunk["errorText"], {"status": "error"}
+            content, meta = _str(chunk, "errorText"), {"status": "error"}
         else:
             content, meta = DENIED, {"status": "denied"}
         result = ToolCallResultEvent(
@@ -287,8 +314,9 @@ class AguiView:
         return [*out, result]
 
     def _asked(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        request = source.asks.get(chunk["approvalId"])
-        value = request.wire() if request is not None else {"id": chunk["approvalId"]}
+        approval_id = _str(chunk, "approvalId")
+        request = source.asks.get(approval_id)
+        value = request.wire() if request is not None else {"id": approval_id}
         return [CustomEvent(name="partwire.permission.asked", value=value)]
 
     def _replied(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
@@ -301,7 +329,8 @@ class AguiView:
 
     def _data(self, name: str, chunk: Chunk) -> list[BaseEvent]:
         if name == "todo":
-            self.todos = chunk["data"]
+            todos = chunk.get("data")
+            self.todos = todos if isinstance(todos, Sequence) else []
             patch = [{"op": "replace", "path": "/todos", "value": self.todos}]
             return [StateDeltaEvent.model_validate({"delta": patch})]
         if name in ("permission", "question"):
@@ -309,7 +338,7 @@ class AguiView:
         return [CustomEvent(name="partwire.part", value=chunk["data"])]
 
     def _failed(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        self.error = chunk["errorText"]
+        self.error = _str(chunk, "errorText")
         return []
 
     def _finish(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
@@ -394,7 +423,7 @@ def _tool_result(part: ToolPart, approval: Approval | None) -> ToolMessage | Non
     state = part.state
     if isinstance(state, ToolStateCompleted):
         content: str = state.output
-        meta: dict[str, Any] = {
+        meta: JSONObject = {
             "status": "completed",
             "title": state.title,
             "metadata": state.metadata,
@@ -411,7 +440,7 @@ def _tool_result(part: ToolPart, approval: Approval | None) -> ToolMessage | Non
 
 
 def _step_messages(message: MessageWithParts, approvals: dict[str, Approval]) -> list[Message]:
-    out: list[Any] = []
+    out: list[Message] = []
     calls: AssistantMessage | None = None
     results: list[ToolMessage] = []
     for part in message.parts:
@@ -445,7 +474,7 @@ def agui_messages(
     messages: list[MessageWithParts], approvals: dict[str, Approval] | None = None
 ) -> list[Message]:
     """Stored messages as AG-UI messages, in the order a client that saw them live has."""
-    out: list[Any] = []
+    out: list[Message] = []
     for message in messages:
         if isinstance(message.info, StoredAssistant):
             out += _step_messages(message, approvals or {})

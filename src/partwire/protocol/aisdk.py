@@ -31,9 +31,9 @@ turns whose first assistant message it saw, so it may start anywhere in the log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from partwire.schema.base import Tokens
+from partwire.protocol.sent import SentText
+from partwire.schema.base import JSON, JSONObject, Tokens
 from partwire.schema.event import (
     Event,
     MessageInfo,
@@ -42,9 +42,10 @@ from partwire.schema.event import (
     PermissionRepliedProps,
     QuestionRef,
     QuestionRepliedProps,
+    SessionRef,
     TodoProps,
 )
-from partwire.schema.message import AssistantMessage, error_text
+from partwire.schema.message import AssistantMessage, Message, error_text
 from partwire.schema.part import (
     FilePart,
     Part,
@@ -53,15 +54,16 @@ from partwire.schema.part import (
     StepStartPart,
     TextPart,
     ToolPart,
+    part_finished,
 )
-from partwire.schema.permission import PermissionRequest, QuestionRequest
+from partwire.schema.permission import PermissionRequest, QuestionRequest, Todo
 from partwire.schema.tool_state import (
     ToolStateCompleted,
     ToolStateError,
     ToolStatePending,
 )
 
-Chunk = dict[str, Any]
+Chunk = JSONObject
 
 # the events the stream is made from (a route subscribes to these)
 UI_EVENTS = (
@@ -87,14 +89,14 @@ def finish_reason(finish: str | None) -> str:
     return finish if finish in FINISH_REASONS else "other"
 
 
-def model_metadata(info: AssistantMessage) -> dict[str, Any]:
+def model_metadata(info: AssistantMessage) -> JSONObject:
     return {
         "model": {"providerID": info.provider_id, "modelID": info.model_id},
         "agent": info.agent,
     }
 
 
-def usage_metadata(tokens: Tokens, cost: float) -> dict[str, Any]:
+def usage_metadata(tokens: Tokens, cost: float) -> JSONObject:
     return {"tokens": tokens.wire(), "cost": cost}
 
 
@@ -105,7 +107,6 @@ def data_chunk(part: Part) -> Chunk:
 @dataclass
 class _Tool:
     started: bool = False
-    raw: str = ""
     available: bool = False
     ended: bool = False
     approval: str | None = None  # the permission asked on this call, until answered
@@ -120,8 +121,8 @@ class _Turn:
     ui_id: str
     messages: set[str] = field(default_factory=set)
     step_message: str | None = None  # the assistant message of the step in progress
-    text: dict[str, str] = field(default_factory=dict)  # text/reasoning: the text sent
-    kinds: dict[str, str] = field(default_factory=dict)  # text/reasoning: which one
+    sent: SentText = field(default_factory=SentText)  # text, reasoning and tool arguments
+    kinds: dict[str, str] = field(default_factory=dict)  # text/reasoning part id: which one
     closed: set[str] = field(default_factory=set)
     tools: dict[str, _Tool] = field(default_factory=dict)  # by call id
     step_calls: list[str] = field(default_factory=list)
@@ -165,15 +166,31 @@ class UIChunks:
     # ---- events → chunks ---------------------------------------------------------------
 
     def chunks(self, event: Event) -> list[Chunk]:
-        props: Any = event.properties
         self.ended = None
-        if getattr(props, "session_id", None) != self.session_id:
+        if event.session_id != self.session_id:
             return []
-        handler = _HANDLERS.get(event.type)
-        return handler(self, props) if handler is not None else []
+        match event.properties:
+            case PartDeltaProps() as delta:
+                return self._delta(delta)
+            case PartUpdatedProps() as updated:
+                return self._part(updated.part)
+            case MessageInfo() as message:
+                return self._message(message.info)
+            case PermissionRequest() as request:
+                return self._asked(request)
+            case PermissionRepliedProps() as reply:
+                return self._replied(reply)
+            case QuestionRequest() as question:
+                return self._question(question)
+            case QuestionRepliedProps() | QuestionRef() as answer:
+                return self._answered(answer)
+            case TodoProps() as todos:
+                return self._todos(todos.todos)
+            case SessionRef() if event.type == "session.idle":
+                return self._idle()
+        return []
 
-    def _message(self, props: MessageInfo) -> list[Chunk]:
-        info = props.info
+    def _message(self, info: Message) -> list[Chunk]:
         if not isinstance(info, AssistantMessage):
             return []
         turn = self.turn
@@ -206,8 +223,7 @@ class UIChunks:
             return None
         return turn
 
-    def _part(self, props: PartUpdatedProps) -> list[Chunk]:
-        part = props.part
+    def _part(self, part: Part) -> list[Chunk]:
         turn = self._own(part.message_id)
         if turn is None:
             return []
@@ -234,15 +250,12 @@ class UIChunks:
         if part.id in turn.closed:
             return []
         out: list[Chunk] = []
-        if part.id not in turn.text:
-            turn.text[part.id] = ""
+        if turn.sent.start(part.id):
             turn.kinds[part.id] = kind
             out.append({"type": f"{kind}-start", "id": part.id})
-        sent = turn.text[part.id]
-        if len(part.text) > len(sent) and part.text.startswith(sent):
-            out.append({"type": f"{kind}-delta", "id": part.id, "delta": part.text[len(sent) :]})
-            turn.text[part.id] = part.text
-        if part.time is None or part.time.end is not None:
+        if grown := turn.sent.catch_up(part.id, part.text):
+            out.append({"type": f"{kind}-delta", "id": part.id, "delta": grown})
+        if part_finished(part):
             turn.closed.add(part.id)
             out.append({"type": f"{kind}-end", "id": part.id})
         return out
@@ -252,7 +265,7 @@ class UIChunks:
         kind = turn.kinds.get(props.part_id) if turn is not None else None
         if turn is None or kind is None or props.field != "text" or props.part_id in turn.closed:
             return []
-        turn.text[props.part_id] += props.delta
+        turn.sent.append(props.part_id, props.delta)
         return [{"type": f"{kind}-delta", "id": props.part_id, "delta": props.delta}]
 
     def _tool(self, turn: _Turn, part: ToolPart) -> list[Chunk]:
@@ -262,22 +275,15 @@ class UIChunks:
             turn.step_calls.append(part.call_id)
         if tool.ended:
             return []
-        call = {"toolCallId": part.call_id}
+        call: JSONObject = {"toolCallId": part.call_id}
         out: list[Chunk] = []
         if not tool.started:
             tool.started = True
             out.append({"type": "tool-input-start", **call, "toolName": part.tool})
         state = part.state
         if isinstance(state, ToolStatePending):
-            if len(state.raw) > len(tool.raw) and state.raw.startswith(tool.raw):
-                out.append(
-                    {
-                        "type": "tool-input-delta",
-                        **call,
-                        "inputTextDelta": state.raw[len(tool.raw) :],
-                    }
-                )
-                tool.raw = state.raw
+            if grown := turn.sent.catch_up(part.call_id, state.raw):
+                out.append({"type": "tool-input-delta", **call, "inputTextDelta": grown})
             return out
         if not tool.available:
             tool.available = True
@@ -291,7 +297,7 @@ class UIChunks:
             )
         if isinstance(state, ToolStateCompleted):
             tool.ended = True
-            details = {"title": state.title, "metadata": state.metadata}
+            details: JSONObject = {"title": state.title, "metadata": state.metadata}
             out.append(
                 {
                     "type": "tool-output-available",
@@ -353,12 +359,12 @@ class UIChunks:
         data = {"id": props.request_id, "answers": answers, "rejected": answers is None}
         return [_transient("question", props.request_id, data)]
 
-    def _todos(self, props: TodoProps) -> list[Chunk]:
+    def _todos(self, todos: list[Todo]) -> list[Chunk]:
         if self.turn is None or self.turn.done:
             return []
-        return [_transient("todo", "todo", [t.wire() for t in props.todos])]
+        return [_transient("todo", "todo", [t.wire() for t in todos])]
 
-    def _idle(self, props: object) -> list[Chunk]:
+    def _idle(self) -> list[Chunk]:
         turn = self.turn
         return self._end(turn) if turn is not None and not turn.done else []
 
@@ -366,31 +372,19 @@ class UIChunks:
         """The turn's last chunks: open text and reasoning end, then finish or abort."""
         turn.done = True
         out: list[Chunk] = [
-            {"type": f"{turn.kinds[p]}-end", "id": p} for p in turn.text if p not in turn.closed
+            {"type": f"{kind}-end", "id": p}
+            for p, kind in turn.kinds.items()
+            if p not in turn.closed
         ]
         if turn.aborted is not None:
             return [*out, {"type": "abort", "reason": turn.aborted}]
         return [*out, {"type": "finish", "finishReason": finish_reason(turn.finish)}]
 
 
-def _transient(name: str, key: str, data: Any) -> Chunk:
+def _transient(name: str, key: str, data: JSON) -> Chunk:
     """State that is not part of the message (asks, the todo list): ``onData`` only."""
     return {"type": f"data-{name}", "id": key, "data": data, "transient": True}
 
 
-def _meta(metadata: dict[str, Any]) -> dict[str, Any]:
+def _meta(metadata: JSONObject) -> JSONObject:
     return {"messageMetadata": metadata}
-
-
-_HANDLERS: dict[str, Any] = {
-    "message.updated": UIChunks._message,
-    "message.part.updated": UIChunks._part,
-    "message.part.delta": UIChunks._delta,
-    "permission.asked": UIChunks._asked,
-    "permission.replied": UIChunks._replied,
-    "question.asked": UIChunks._question,
-    "question.replied": UIChunks._answered,
-    "question.rejected": UIChunks._answered,
-    "todo.updated": UIChunks._todos,
-    "session.idle": UIChunks._idle,
-}

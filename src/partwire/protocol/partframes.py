@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from partwire.schema.base import Tokens
 from partwire.schema.event import Event, MessageInfo, PartDeltaProps, PartUpdatedProps
@@ -36,7 +35,7 @@ from partwire.schema.frames import (
     content_of,
 )
 from partwire.schema.message import AssistantMessage, Message, MessageError, MessageWithParts
-from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart, part_finished
 from partwire.schema.tool_state import ToolStatePending
 
 
@@ -131,14 +130,6 @@ def reduce_frames(frames: Iterable[Frame]) -> BuiltMessage:
     return reducer.message(next(iter(reducer.messages)))
 
 
-def is_final(part: Part) -> bool:
-    if isinstance(part, TextPart | ReasoningPart):
-        return part.time is None or part.time.end is not None
-    if isinstance(part, ToolPart):
-        return part.state.status in ("completed", "error")
-    return True
-
-
 class SessionFrames:
     """One session's events → part frames. Feed it events in log order."""
 
@@ -154,18 +145,15 @@ class SessionFrames:
         self._open_user: list[str] = []
 
     def frames(self, event: Event) -> list[Frame]:
-        props: Any = event.properties
-        if getattr(props, "session_id", None) != self.session_id:
+        if event.session_id != self.session_id:
             return []
-        if event.type == "message.updated":
-            assert isinstance(props, MessageInfo)
-            return self._emit(self._message(props.info))
-        if event.type == "message.part.updated":
-            assert isinstance(props, PartUpdatedProps)
-            return self._emit(self._part(props.part))
-        if event.type == "message.part.delta":
-            assert isinstance(props, PartDeltaProps)
-            return self._emit(self._delta(props))
+        match event.properties:
+            case PartDeltaProps() as delta:
+                return self._emit(self._delta(delta))
+            case PartUpdatedProps() as updated:
+                return self._emit(self._part(updated.part))
+            case MessageInfo() as message:
+                return self._emit(self._message(message.info))
         return []
 
     def snapshot(self, messages: list[MessageWithParts], reason: str) -> list[Frame]:
@@ -234,7 +222,7 @@ class SessionFrames:
         if indexes is None or part.message_id in self._complete:
             return []  # a part of a message this stream never began, or one already ended
         index = indexes.get(part.id)
-        final = is_final(part)
+        final = part_finished(part)
         if index is None:
             index = indexes[part.id] = len(indexes)
             frames: list[Frame] = [

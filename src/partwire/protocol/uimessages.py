@@ -5,10 +5,9 @@ messages (``GET /ui/chat/{id}/messages``, and what the tests compare streams wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from partwire.protocol.aisdk import data_chunk, model_metadata, usage_metadata
-from partwire.schema.base import Tokens
+from partwire.schema.base import JSONObject, Tokens
 from partwire.schema.event import Event, PermissionRepliedProps
 from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
 from partwire.schema.part import (
@@ -18,6 +17,7 @@ from partwire.schema.part import (
     StepStartPart,
     TextPart,
     ToolPart,
+    part_finished,
 )
 from partwire.schema.permission import PermissionRequest
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
@@ -36,7 +36,7 @@ def approvals_of(events: list[Event]) -> dict[str, Approval]:
     asked: dict[str, Approval] = {}
     by_call: dict[str, Approval] = {}
     for event in events:
-        props: Any = event.properties
+        props = event.properties
         if isinstance(props, PermissionRequest) and props.tool is not None:
             asked[props.id] = by_call[props.tool.call_id] = Approval(props.id)
         elif isinstance(props, PermissionRepliedProps) and props.request_id in asked:
@@ -44,8 +44,8 @@ def approvals_of(events: list[Event]) -> dict[str, Approval]:
     return by_call
 
 
-def user_ui_message(message: MessageWithParts) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
+def user_ui_message(message: MessageWithParts) -> JSONObject:
+    parts: list[JSONObject] = []
     for part in message.parts:
         if isinstance(part, TextPart) and not part.synthetic:
             parts.append({"type": "text", "text": part.text})
@@ -54,9 +54,9 @@ def user_ui_message(message: MessageWithParts) -> dict[str, Any]:
     return {"id": message.info.id, "role": "user", "parts": parts}
 
 
-def _tool_ui_part(part: ToolPart, approval: Approval | None) -> dict[str, Any]:
+def _tool_ui_part(part: ToolPart, approval: Approval | None) -> JSONObject:
     state = part.state
-    ui: dict[str, Any] = {"type": f"tool-{part.tool}", "toolCallId": part.call_id}
+    ui: JSONObject = {"type": f"tool-{part.tool}", "toolCallId": part.call_id}
     if isinstance(state, ToolStatePending):
         ui["state"] = "input-streaming"
         if state.raw:
@@ -78,28 +78,27 @@ def _tool_ui_part(part: ToolPart, approval: Approval | None) -> dict[str, Any]:
                 "approval-requested" if approval.approved is None else "approval-responded"
             )
     if approval is not None:
-        ui["approval"] = {"id": approval.id}
+        asked: JSONObject = {"id": approval.id}
         if approval.approved is not None:
-            ui["approval"]["approved"] = approval.approved
+            asked["approved"] = approval.approved
+        ui["approval"] = asked
     return ui
 
 
 def _assistant_parts(
     message: MessageWithParts, approvals: dict[str, Approval]
-) -> tuple[list[dict[str, Any]], Tokens, float]:
-    parts: list[dict[str, Any]] = []
+) -> tuple[list[JSONObject], Tokens, float]:
+    parts: list[JSONObject] = []
     tokens, cost = Tokens(), 0.0
     for part in message.parts:
         if isinstance(part, TextPart | ReasoningPart):
-            ended = part.time is None or part.time.end is not None
-            ui = {"type": part.type, "text": part.text, "state": "done" if ended else "streaming"}
+            state = "done" if part_finished(part) else "streaming"
             if isinstance(part, ReasoningPart):
-                ui = {
-                    "type": "reasoning",
-                    "id": part.id,
-                    **{k: v for k, v in ui.items() if k != "type"},
-                }
-            parts.append(ui)
+                parts.append(
+                    {"type": "reasoning", "id": part.id, "text": part.text, "state": state}
+                )
+            else:
+                parts.append({"type": "text", "text": part.text, "state": state})
         elif isinstance(part, ToolPart):
             parts.append(_tool_ui_part(part, approvals.get(part.call_id)))
         elif isinstance(part, StepStartPart):
@@ -115,12 +114,14 @@ def _assistant_parts(
 
 def ui_messages(
     messages: list[MessageWithParts], approvals: dict[str, Approval] | None = None
-) -> list[dict[str, Any]]:
+) -> list[JSONObject]:
     """Stored messages as UIMessages: one per user message, one per turn of assistant
     messages. ``approvals`` (by call id) come from the permission events in the log."""
     approvals = approvals or {}
-    out: list[dict[str, Any]] = []
-    turn: dict[str, Any] | None = None
+    out: list[JSONObject] = []
+    turn: JSONObject | None = None
+    turn_parts: list[JSONObject] = []
+    turn_model: JSONObject = {}
     parent: str | None = None
     tokens, cost = Tokens(), 0.0
     for message in messages:
@@ -132,17 +133,18 @@ def ui_messages(
         assert isinstance(info, AssistantMessage)
         if turn is None or parent != info.parent_id:
             tokens, cost = Tokens(), 0.0
+            turn_parts, turn_model = [], model_metadata(info)
             turn = {
                 "id": info.id,
                 "role": "assistant",
-                "metadata": model_metadata(info),
-                "parts": [],
+                "metadata": turn_model,
+                "parts": turn_parts,
             }
             parent = info.parent_id
             out.append(turn)
         parts, step_tokens, step_cost = _assistant_parts(message, approvals)
-        turn["parts"] += parts
+        turn_parts += parts
         if any(isinstance(p, StepFinishPart) for p in message.parts):
             tokens, cost = tokens.plus(step_tokens), cost + step_cost
-            turn["metadata"] = {**turn["metadata"], **usage_metadata(tokens, cost)}
+            turn["metadata"] = {**turn_model, **usage_metadata(tokens, cost)}
     return out

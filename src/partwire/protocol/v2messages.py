@@ -7,10 +7,8 @@ Steps, patches, snapshots and retries are not part of v2's projection.
 
 from __future__ import annotations
 
-from typing import Any
-
-from partwire.schema.base import Tokens
-from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
+from partwire.schema.base import JSONObject, Tokens
+from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage, error_text
 from partwire.schema.part import (
     AgentPart,
     CompactionPart,
@@ -27,7 +25,7 @@ from partwire.schema.tool_state import (
 )
 
 
-def tokens_v2(tokens: Tokens) -> dict[str, Any]:
+def tokens_v2(tokens: Tokens) -> JSONObject:
     """Token counts in v2's shape (sessions, assistant messages, step ends)."""
     return {
         "input": tokens.input,
@@ -37,11 +35,11 @@ def tokens_v2(tokens: Tokens) -> dict[str, Any]:
     }
 
 
-def _user(message: MessageWithParts) -> dict[str, Any]:
+def _user(message: MessageWithParts) -> JSONObject:
     info = message.info
     texts = [p for p in message.parts if isinstance(p, TextPart)]
     words = "\n".join(p.text for p in texts if not p.synthetic)
-    base: dict[str, Any] = {"id": info.id, "time": {"created": info.time.created}}
+    base: JSONObject = {"id": info.id, "time": {"created": info.time.created}}
     if texts and all(p.synthetic for p in texts):
         return {**base, "sessionID": info.session_id, "type": "synthetic",
                 "text": "\n".join(p.text for p in texts)}  # fmt: skip
@@ -51,7 +49,7 @@ def _user(message: MessageWithParts) -> dict[str, Any]:
         if isinstance(p, FilePart)
     ]
     agents = [{"name": p.name} for p in message.parts if isinstance(p, AgentPart)]
-    user: dict[str, Any] = {**base, "type": "user", "text": words}
+    user: JSONObject = {**base, "type": "user", "text": words}
     if files:
         user["files"] = files
     if agents:
@@ -59,7 +57,7 @@ def _user(message: MessageWithParts) -> dict[str, Any]:
     return user
 
 
-def _tool_state(part: ToolPart) -> dict[str, Any]:
+def _tool_state(part: ToolPart) -> JSONObject:
     state = part.state
     if isinstance(state, ToolStatePending):
         return {"status": "pending", "input": state.raw}
@@ -82,11 +80,11 @@ def _tool_state(part: ToolPart) -> dict[str, Any]:
     }
 
 
-def _tool(part: ToolPart) -> dict[str, Any]:
+def _tool(part: ToolPart) -> JSONObject:
     state = part.state
     started = getattr(getattr(state, "time", None), "start", None)
     ended = getattr(getattr(state, "time", None), "end", None)
-    when: dict[str, Any] = {"created": started or 0}
+    when: JSONObject = {"created": started or 0}
     if started is not None:
         when["ran"] = started
     if ended is not None:
@@ -100,26 +98,26 @@ def _tool(part: ToolPart) -> dict[str, Any]:
     }
 
 
-def _assistant(message: MessageWithParts) -> dict[str, Any]:
+def _assistant(message: MessageWithParts) -> JSONObject:
     info = message.info
     assert isinstance(info, AssistantMessage)
-    content: list[dict[str, Any]] = []
+    content: list[JSONObject] = []
     for part in message.parts:
         if isinstance(part, TextPart) and not part.synthetic:
             content.append({"type": "text", "id": part.id, "text": part.text})
         elif isinstance(part, ReasoningPart):
-            timing = {"created": part.time.start}
+            timing: JSONObject = {"created": part.time.start}
             if part.time.end is not None:
                 timing["completed"] = part.time.end
             content.append({"type": "reasoning", "id": part.id, "text": part.text, "time": timing})
         elif isinstance(part, ToolPart):
             content.append(_tool(part))
-    timing = {"created": info.time.created}
+    times: JSONObject = {"created": info.time.created}
     if info.time.completed is not None:
-        timing["completed"] = info.time.completed
-    result: dict[str, Any] = {
+        times["completed"] = info.time.completed
+    result: JSONObject = {
         "id": info.id,
-        "time": timing,
+        "time": times,
         "type": "assistant",
         "agent": info.agent,
         "model": {"id": info.model_id, "providerID": info.provider_id},
@@ -130,15 +128,14 @@ def _assistant(message: MessageWithParts) -> dict[str, Any]:
     if info.finish is not None:
         result["finish"] = info.finish
     if info.error is not None:
-        message_text = getattr(info.error.data, "message", None) or info.error.name
-        result["error"] = {"type": "unknown", "message": str(message_text)}
+        result["error"] = {"type": "unknown", "message": error_text(info.error)}
     return result
 
 
-def v2_messages(messages: list[MessageWithParts]) -> list[dict[str, Any]]:
+def v2_messages(messages: list[MessageWithParts]) -> list[JSONObject]:
     """The projection of ``messages``, in order."""
-    out: list[dict[str, Any]] = []
-    compaction: dict[str, Any] | None = None
+    out: list[JSONObject] = []
+    compaction: JSONObject | None = None
     for message in messages:
         info = message.info
         if isinstance(info, UserMessage):
@@ -164,7 +161,7 @@ def v2_messages(messages: list[MessageWithParts]) -> list[dict[str, Any]]:
     return out
 
 
-def context_messages(messages: list[MessageWithParts]) -> list[dict[str, Any]]:
+def context_messages(messages: list[MessageWithParts]) -> list[JSONObject]:
     """What the model works from: everything from the last compaction on."""
     projected = v2_messages(messages)
     last = max((n for n, m in enumerate(projected) if m["type"] == "compaction"), default=0)

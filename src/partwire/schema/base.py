@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# A JSON value as it goes on the wire: what protocol adapters build and converters read.
+# Its containers are read-only (covariant) types, so a list[str] or a dict[str, int] is one.
+JSON: TypeAlias = "str | int | float | bool | Sequence[JSON] | Mapping[str, JSON] | None"
+JSONObject: TypeAlias = "dict[str, JSON]"
 
 
 class WireModel(BaseModel):

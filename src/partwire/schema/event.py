@@ -8,11 +8,12 @@ The bus, the SSE route, the client parser and the OpenAPI union all derive from
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union, cast
 
-from pydantic import Field, create_model
+from pydantic import Field, TypeAdapter, create_model
 
 from partwire.schema.base import WireModel
 from partwire.schema.message import Message, MessageError
@@ -118,13 +119,17 @@ def define(event_type: str, properties: type[P], *, logged: bool = True) -> Even
 
 
 def parse_event(raw: str | bytes | dict[str, Any]) -> Event:
-    """Parse a wire event into an :class:`Event` with typed properties."""
+    """Parse a wire event into an :class:`Event` with typed properties (through the one
+    discriminated union of :func:`event_union`)."""
     data = json.loads(raw) if isinstance(raw, str | bytes) else raw
-    definition = REGISTRY.get(data.get("type", ""))
-    if definition is None:
-        raise ValueError(f"unknown event type {data.get('type')!r}")
-    properties = definition.properties.model_validate(data.get("properties", {}))
-    return Event(str(data["id"]), definition.type, properties)
+    if not isinstance(data, dict) or data.get("type") not in REGISTRY:
+        kind = data.get("type") if isinstance(data, dict) else None
+        raise ValueError(f"unknown event type {kind!r}")
+    try:
+        envelope = event_union().validate_python(data)
+    except ValueError as error:
+        raise ValueError(f"not an event of this server: {error}") from None
+    return Event(envelope.id, envelope.type, envelope.properties)
 
 
 def parse_logged(framed: Event) -> Event:
@@ -137,21 +142,38 @@ def parse_logged(framed: Event) -> Event:
     return Event(framed.id, framed.type, properties, json=framed.json)
 
 
-def envelope_models() -> list[type[WireModel]]:
+class EventEnvelope(WireModel):
+    """An event as it goes on the wire; one subclass per registered type."""
+
+    id: str
+    type: str
+    properties: WireModel
+
+
+@functools.cache
+def envelope_models() -> tuple[type[EventEnvelope], ...]:
     """One envelope model per registered event, named like opencode's (EventMessagePartDelta)."""
-    models: list[type[WireModel]] = []
+    models: list[type[EventEnvelope]] = []
     for definition in REGISTRY.values():
         name = "Event" + "".join(word.capitalize() for word in definition.type.split("."))
         models.append(
             create_model(
                 name,
-                __base__=WireModel,
+                __base__=EventEnvelope,
                 id=(str, Field(pattern="^evt_")),
                 type=(cast(Any, Literal[definition.type]), ...),
                 properties=(definition.properties, ...),
             )
         )
-    return models
+    return tuple(models)
+
+
+@functools.cache
+def event_union() -> TypeAdapter[EventEnvelope]:
+    """Every event of the registry as one union discriminated by ``type``: the one parser
+    of events from the wire (built on first use, to keep start-up lean)."""
+    union: Any = Union[envelope_models()]  # noqa: UP007
+    return TypeAdapter(Annotated[union, Field(discriminator="type")])
 
 
 # ---- the catalog -------------------------------------------------------------------------

@@ -163,3 +163,13 @@ Part = Annotated[
     Field(discriminator="type"),
 ]
 part_adapter: TypeAdapter[Part] = TypeAdapter(Part)
+
+
+def part_finished(part: Part) -> bool:
+    """Whether a part has reached its end: text and reasoning with an end time (or none
+    kept), a tool call completed or in error; every other part is whole at once."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return part.time is None or part.time.end is not None
+    if isinstance(part, ToolPart):
+        return part.state.status in ("completed", "error")
+    return True

@@ -18,7 +18,7 @@ STREAMS = {"/event": "Event", "/global/event": "GlobalEvent"}
 
 def event_schemas() -> dict[str, Any]:
     """Component schemas: every envelope, the models they use, ``Event`` and ``GlobalEvent``."""
-    models = envelope_models()
+    models = list(envelope_models())
     _, found = models_json_schema(
         [(model, "serialization") for model in models], by_alias=True, ref_template=REF
     )

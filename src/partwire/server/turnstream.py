@@ -13,7 +13,7 @@ silently, so its state there is exact.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Generic, Protocol, TypeVar
 
 from fastapi.responses import StreamingResponse
 
@@ -28,10 +28,10 @@ from partwire.schema.session import Session
 from partwire.server.cursor import STREAM_HEADERS, counted, live, parse_cursor, session_events
 from partwire.session.loop import leave_running
 
-Item = dict[str, Any]
+Item = TypeVar("Item")
 
 
-class View(Protocol):
+class View(Protocol[Item]):
     def translate(self, chunks: list[Chunk], source: UIChunks) -> list[Item]:
         """The protocol's items for chunks just made (``source`` is the state after)."""
         ...
@@ -96,10 +96,10 @@ async def enqueue_prompt(
     future.add_done_callback(leave_running)
 
 
-class TurnStream:
+class TurnStream(Generic[Item]):
     """Which turn one response follows, and its items so far."""
 
-    def __init__(self, session_id: str, view: View) -> None:
+    def __init__(self, session_id: str, view: View[Item]) -> None:
         self.source = UIChunks(session_id)
         self.view = view
         self.follow: str | None = None  # the user message the turn answers
@@ -192,7 +192,7 @@ async def check_cursor(history: History, cursor: str) -> None:
     raise BadRequestError(f"cannot resume from {cursor}: not an event of this session")
 
 
-async def from_cursor(stream: TurnStream, history: History, cursor: str) -> Opening:
+async def from_cursor(stream: TurnStream[Item], history: History, cursor: str) -> Opening:
     """What followed ``cursor``, to the end of the turn that was in progress there (the
     route checked the cursor with check_cursor)."""
     event_id, seen = parse_cursor(cursor)
@@ -252,7 +252,7 @@ async def after_last_wait(history: History, asks: set[str]) -> str | None:
     return None
 
 
-async def resume_at(stream: TurnStream, history: History, after: str | None) -> Opening:
+async def resume_at(stream: TurnStream[Item], history: History, after: str | None) -> Opening:
     """The turn in progress just after the event ``after`` (None: at the end), from there
     on: the view's beginning, then the history's items after it."""
     began = False
@@ -271,7 +271,7 @@ async def resume_at(stream: TurnStream, history: History, after: str | None) -> 
     yield text.rest() if began else _begin(stream)
 
 
-async def from_turn_start(stream: TurnStream, history: History) -> Opening:
+async def from_turn_start(stream: TurnStream[Item], history: History) -> Opening:
     """The latest turn from its first chunk; when it has ended, the next one to begin."""
     start = await latest_turn_start(history)
     text = _Pieces()
@@ -287,7 +287,7 @@ async def opening_of(text: str) -> Opening:
     yield text
 
 
-def _begin(stream: TurnStream) -> str:
+def _begin(stream: TurnStream[Item]) -> str:
     current = stream.source.turn
     stream.follow = current.parent_id if current is not None else None
     return stream.plain(stream.view.beginning(stream.source))
@@ -310,7 +310,7 @@ async def latest_turn_start(history: History) -> str | None:
 
 
 async def _live(
-    runtime: Runtime, subscription: Subscription, stream: TurnStream, sent: str | None
+    runtime: Runtime, subscription: Subscription, stream: TurnStream[Item], sent: str | None
 ) -> AsyncIterator[str]:
     async for batch in live(subscription, runtime.settings.heartbeat_s, sent):
         if batch is None:
@@ -332,7 +332,7 @@ async def _live(
 async def _respond(
     runtime: Runtime,
     subscription: Subscription,
-    stream: TurnStream,
+    stream: TurnStream[Item],
     opening: Opening,
     sent: str | None,
     client: str,
@@ -356,7 +356,7 @@ async def _respond(
 def respond(
     runtime: Runtime,
     subscription: Subscription,
-    stream: TurnStream,
+    stream: TurnStream[Item],
     opening: Opening | str,
     sent: str | None,
     client: str,

@@ -52,7 +52,7 @@ from partwire.server.turnstream import (
 if TYPE_CHECKING:  # ag-ui-protocol's models load with the first run, not at start-up
     from ag_ui.core import RunAgentInput
 
-    from partwire.protocol.agui import AguiView
+    from partwire.protocol.agui import AguiItem, AguiView
 
 router = APIRouter(tags=["agui"])
 
@@ -199,7 +199,7 @@ async def run(request: Request) -> Response:
 
 
 async def _reconnect(
-    runtime: Runtime, stream: TurnStream, view: AguiView, session_id: str
+    runtime: Runtime, stream: TurnStream[AguiItem], view: AguiView, session_id: str
 ) -> tuple[str | None, str]:
     """A client that sent nothing new: the messages, the state, then the turn in
     progress (the run finishes at once when none is)."""

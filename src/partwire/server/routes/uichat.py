@@ -42,7 +42,6 @@ from partwire.schema.session import Session
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
     History,
-    Item,
     TurnStream,
     after_last_wait,
     answer_permissions,
@@ -142,19 +141,19 @@ async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project
 class UIStreamView:
     """The AI SDK's view: the chunks as they are."""
 
-    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[Item]:
+    def translate(self, chunks: list[Chunk], source: UIChunks) -> list[Chunk]:
         return chunks
 
-    def encode(self, item: Item) -> str:
+    def encode(self, item: Chunk) -> str:
         return f"data: {json.dumps(item, separators=(',', ':'))}\n\n"
 
-    def beginning(self, source: UIChunks) -> list[Item]:
+    def beginning(self, source: UIChunks) -> list[Chunk]:
         turn = source.turn
         if turn is None or turn.done:
             return []
         return [{"type": "start", "messageId": turn.ui_id}]  # a response that goes on
 
-    def waiting(self, source: UIChunks) -> list[Item]:
+    def waiting(self, source: UIChunks) -> list[Chunk]:
         return [{"type": "finish", "finishReason": "tool-calls"}]
 
     def closing(self) -> str:
@@ -165,7 +164,7 @@ class UIStreamView:
         return HEADERS
 
 
-def _stream(session_id: str) -> TurnStream:
+def _stream(session_id: str) -> TurnStream[Chunk]:
     return TurnStream(session_id, UIStreamView())
 
 

@@ -22,7 +22,7 @@ from pydantic import Field
 from partwire import ids
 from partwire.clock import now_ms
 from partwire.errors import BadRequestError, NotFoundError
-from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents
+from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents, seq_of
 from partwire.protocol.v2messages import context_messages, tokens_v2, v2_messages
 from partwire.runtime import Project, Runtime
 from partwire.schema.base import Tokens, WireModel
@@ -430,7 +430,7 @@ async def durable_history(
     projection = DurableEvents(session.id, session.directory)
     made: list[Any] = []
     async for event in History(runtime, session.id, head, DURABLE_SOURCES):
-        made += [d for d in projection.durable(event) if d["durable"]["seq"] > after]
+        made += [d for d in projection.durable(event) if seq_of(d) > after]
         if limit is not None and len(made) > limit:
             break
     return projection, made, head
@@ -487,7 +487,7 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
                 pending: list[str] = []  # the history is folded and sent a piece at a time
                 async for event in History(runtime, session.id, head, DURABLE_SOURCES):
                     made = projection.durable(event)
-                    pending += [_frame(d) for d in made if d["durable"]["seq"] > start]
+                    pending += [_frame(d) for d in made if seq_of(d) > start]
                     if len(pending) >= HISTORY_PIECE:
                         yield "".join(pending)
                         pending.clear()

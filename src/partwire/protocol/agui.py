@@ -65,6 +65,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from partwire.protocol.aisdk import Chunk, UIChunks
+from partwire.protocol.jsonread import int_of, map_of, text_of
 from partwire.protocol.uimessages import Approval
 from partwire.schema.base import JSON, JSONObject
 from partwire.schema.message import AssistantMessage as StoredAssistant
@@ -98,35 +99,19 @@ def interrupt_of(request: PermissionRequest) -> Interrupt:
 
 
 def usage_of(metadata: Mapping[str, JSON], model: Mapping[str, JSON]) -> TokenUsage:
-    tokens = _map(metadata, "tokens")
-    cache = _map(tokens, "cache")
+    tokens = map_of(metadata, "tokens")
+    cache = map_of(tokens, "cache")
     total = tokens.get("total")
     return TokenUsage(
-        provider=_str(model, "providerID") or None,
-        model=_str(model, "modelID") or None,
-        input_tokens=_int(tokens, "input"),
-        output_tokens=_int(tokens, "output"),
-        reasoning_tokens=_int(tokens, "reasoning"),
-        cached_input_tokens=_int(cache, "read"),
-        cache_write_input_tokens=_int(cache, "write"),
+        provider=text_of(model, "providerID") or None,
+        model=text_of(model, "modelID") or None,
+        input_tokens=int_of(tokens, "input"),
+        output_tokens=int_of(tokens, "output"),
+        reasoning_tokens=int_of(tokens, "reasoning"),
+        cached_input_tokens=int_of(cache, "read"),
+        cache_write_input_tokens=int_of(cache, "write"),
         total_tokens=total if isinstance(total, int) else None,
     )
-
-
-# reading back the AI SDK's chunks (JSON) with their types checked
-def _str(chunk: Mapping[str, JSON], key: str) -> str:
-    value = chunk.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def _int(chunk: Mapping[str, JSON], key: str) -> int:
-    value = chunk.get(key)
-    return value if isinstance(value, int) else 0
-
-
-def _map(chunk: Mapping[str, JSON], key: str) -> Mapping[str, JSON]:
-    value = chunk.get(key)
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -198,7 +183,7 @@ class AguiView:
         return AguiItem(event, _ENCODER.encode(event))
 
     def _events(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        kind = _str(chunk, "type")
+        kind = text_of(chunk, "type")
         handler = _CHUNKS.get(kind)
         if handler is not None:
             made: list[BaseEvent] = handler(self, chunk, source)
@@ -209,9 +194,9 @@ class AguiView:
 
     def _start(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
         self.usage, self.error = {}, None
-        metadata = _map(chunk, "messageMetadata")
-        self.model = _map(metadata, "model")
-        value = {"messageId": _str(chunk, "messageId"), **metadata}
+        metadata = map_of(chunk, "messageMetadata")
+        self.model = map_of(metadata, "model")
+        value = {"messageId": text_of(chunk, "messageId"), **metadata}
         return [CustomEvent(name="partwire.turn", value=value)]
 
     def _step(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
@@ -226,19 +211,19 @@ class AguiView:
         return self._close_step()
 
     def _metadata(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        self.usage = _map(chunk, "messageMetadata")
+        self.usage = map_of(chunk, "messageMetadata")
         return [CustomEvent(name="partwire.usage", value=self.usage)]
 
     def _text(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        kind, _, stage = _str(chunk, "type").partition("-")
-        message_id = _str(chunk, "id")
+        kind, _, stage = text_of(chunk, "type").partition("-")
+        message_id = text_of(chunk, "id")
         if stage == "start":
             self.open.messages[message_id] = kind
             return self._opening(message_id, kind)
         if message_id not in self.open.messages:
             return []
         if stage == "delta":
-            delta = _str(chunk, "delta")
+            delta = text_of(chunk, "delta")
             if not delta:
                 return []
             if kind == "text":
@@ -266,7 +251,7 @@ class AguiView:
         return []
 
     def _call(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id, name = _str(chunk, "toolCallId"), _str(chunk, "toolName")
+        call_id, name = text_of(chunk, "toolCallId"), text_of(chunk, "toolName")
         turn = source.turn
         parent = turn.step_message if turn is not None else None
         self.open.calls[call_id] = (name, parent)
@@ -275,14 +260,14 @@ class AguiView:
         ]
 
     def _args(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id, delta = _str(chunk, "toolCallId"), _str(chunk, "inputTextDelta")
+        call_id, delta = text_of(chunk, "toolCallId"), text_of(chunk, "inputTextDelta")
         if call_id not in self.open.calls or not delta:
             return []
         self.open.with_args.add(call_id)
         return [ToolCallArgsEvent(tool_call_id=call_id, delta=delta)]
 
     def _ready(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = _str(chunk, "toolCallId")
+        call_id = text_of(chunk, "toolCallId")
         if call_id not in self.open.calls:
             return []
         out: list[BaseEvent] = []
@@ -296,15 +281,15 @@ class AguiView:
         return [ToolCallEndEvent(tool_call_id=call_id)]
 
     def _result(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        call_id = _str(chunk, "toolCallId")
+        call_id = text_of(chunk, "toolCallId")
         out = self._end_call(call_id) if call_id in self.open.calls else []
         kind = chunk["type"]
         meta: dict[str, JSON]
         if kind == "tool-output-available":
-            content = _str(chunk, "output")
-            meta = {"status": "completed", **_map(chunk, "toolMetadata")}
+            content = text_of(chunk, "output")
+            meta = {"status": "completed", **map_of(chunk, "toolMetadata")}
         elif kind == "tool-output-error":
-            content, meta = _str(chunk, "errorText"), {"status": "error"}
+            content, meta = text_of(chunk, "errorText"), {"status": "error"}
         else:
             content, meta = DENIED, {"status": "denied"}
         result = ToolCallResultEvent(
@@ -314,7 +299,7 @@ class AguiView:
         return [*out, result]
 
     def _asked(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        approval_id = _str(chunk, "approvalId")
+        approval_id = text_of(chunk, "approvalId")
         request = source.asks.get(approval_id)
         value = request.wire() if request is not None else {"id": approval_id}
         return [CustomEvent(name="partwire.permission.asked", value=value)]
@@ -338,7 +323,7 @@ class AguiView:
         return [CustomEvent(name="partwire.part", value=chunk["data"])]
 
     def _failed(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:
-        self.error = _str(chunk, "errorText")
+        self.error = text_of(chunk, "errorText")
         return []
 
     def _finish(self, chunk: Chunk, source: UIChunks) -> list[BaseEvent]:

@@ -17,25 +17,46 @@ options follow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import Field
 
-from partwire.schema.base import WireModel
-from partwire.schema.event import Event
-from partwire.schema.message import AssistantMessage, Message, MessageWithParts
-from partwire.schema.part import FilePart, Part, ReasoningPart, TextPart, ToolPart
+from partwire.protocol.jsonread import JSONMap, list_of, map_of, text_of
+from partwire.schema.base import JSON, JSONObject, Tokens, WireModel
+from partwire.schema.event import (
+    Event,
+    MessageInfo,
+    PartDeltaProps,
+    PartUpdatedProps,
+    SessionErrorProps,
+    SessionInfo,
+    SessionRef,
+    SessionStatusProps,
+)
+from partwire.schema.message import AssistantMessage, Message, MessageWithParts, error_text
+from partwire.schema.part import FilePart, Part, ReasoningPart, TextPart, ToolPart, part_finished
+from partwire.schema.session import Session
 
 BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image"]
 BLOCK_EVENTS = ("block:upsert", "block:delta")
 FILE_TOOLS = ("write", "edit", "apply_patch")
 
 
+Source = Literal["user", "assistant", "tool", "system"]
+# one SessionEvent in the making: its type, payload and source
+Made = tuple[str, JSONMap, Source]
+
+
+def _source(role: str) -> Source:
+    return "user" if role == "user" else "assistant"
+
+
 class SessionEventContext(WireModel):
     session_id: str = Field(alias="sessionId")
     conversation_id: str = Field(alias="conversationId")
-    source: Literal["user", "assistant", "tool", "system"]
+    source: Source
     timestamp: int
 
 
@@ -46,7 +67,7 @@ class SessionEvent(WireModel):
     context: SessionEventContext
 
 
-def is_conversation_event(event: SessionEvent | dict[str, Any]) -> bool:
+def is_conversation_event(event: SessionEvent | JSONMap) -> bool:
     """Whether the event changes the conversation's blocks (the transcript a UI draws)."""
     kind = event.type if isinstance(event, SessionEvent) else event.get("type")
     return kind in BLOCK_EVENTS or kind == "session:idle"
@@ -55,11 +76,11 @@ def is_conversation_event(event: SessionEvent | dict[str, Any]) -> bool:
 # ---- blocks -------------------------------------------------------------------------------
 
 
-def _block(part: Part, role: str) -> dict[str, Any] | None:
+def _block(part: Part, role: str) -> JSONObject | None:
     """The block a part is, or None for parts that are not blocks."""
     base = {"id": part.id, "messageId": part.message_id, "role": role}
     if isinstance(part, TextPart | ReasoningPart):
-        ended = part.time is None or part.time.end is not None
+        ended = part_finished(part)
         kind = "text" if isinstance(part, TextPart) else "thinking"
         return {
             **base,
@@ -68,7 +89,7 @@ def _block(part: Part, role: str) -> dict[str, Any] | None:
             "text": part.text,
         }
     if isinstance(part, ToolPart):
-        done = part.state.status in ("completed", "error")
+        done = part_finished(part)
         return {
             **base,
             "type": "tool_use",
@@ -82,7 +103,7 @@ def _block(part: Part, role: str) -> dict[str, Any] | None:
     return None
 
 
-def _result_block(part: ToolPart, role: str) -> dict[str, Any] | None:
+def _result_block(part: ToolPart, role: str) -> JSONObject | None:
     state = part.state
     if state.status not in ("completed", "error"):
         return None
@@ -100,9 +121,9 @@ def _result_block(part: ToolPart, role: str) -> dict[str, Any] | None:
     }
 
 
-def blocks_of(messages: list[MessageWithParts]) -> list[dict[str, Any]]:
+def blocks_of(messages: list[MessageWithParts]) -> list[JSONObject]:
     """The blocks of stored messages, as a reducer that saw their events holds them."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for entry in messages:
         for part in entry.parts:
             block = _block(part, entry.info.role)
@@ -120,7 +141,7 @@ def blocks_of(messages: list[MessageWithParts]) -> list[dict[str, Any]]:
 class _Session:
     roles: dict[str, str] = field(default_factory=dict)  # message id → role
     parts: dict[str, Part] = field(default_factory=dict)  # part id → latest part
-    totals: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    totals: dict[str, tuple[Tokens, float]] = field(default_factory=dict)
     query: str | None = None
     failed: bool = False
     busy: bool = False
@@ -136,12 +157,11 @@ class SessionEvents:
         self._sessions: dict[str, _Session] = {}
 
     def convert(self, event: Event) -> list[SessionEvent]:
-        props: Any = event.properties
-        session_id = getattr(props, "session_id", None)
-        if not isinstance(session_id, str):
+        session_id = event.session_id
+        if session_id is None:
             return []
         state = self._sessions.setdefault(session_id, _Session())
-        made = self._made(event.type, props, state)
+        made = self._made(event, state)
         return [
             SessionEvent(
                 id=f"{event.id}:{n}",
@@ -157,87 +177,87 @@ class SessionEvents:
             for n, (kind, payload, source) in enumerate(made)
         ]
 
-    def _made(
-        self, kind: str, props: Any, state: _Session
-    ) -> list[tuple[str, dict[str, Any], Any]]:
+    def _made(self, event: Event, state: _Session) -> list[Made]:
+        match event.properties:
+            case PartDeltaProps() as delta:
+                return self._delta(delta, state)
+            case PartUpdatedProps() as updated:
+                state.timestamp = max(state.timestamp, updated.time)
+                return self._part(updated.part, state)
+            case MessageInfo() as updated_message:
+                return self._message(updated_message.info, state)
+            case SessionStatusProps() as status:
+                return self._status(status, state)
+            case SessionRef() if event.type == "session.idle":
+                return self._idle(state)
+            case SessionErrorProps() as failed:
+                state.failed = True
+                name = failed.error.name if failed.error is not None else None
+                message = error_text(failed.error) if failed.error is not None else "error"
+                return [("error", {"name": name, "message": message}, "system")]
+            case SessionInfo() as session:
+                return self._session(event.type, session.info, state)
+        return []
+
+    def _session(self, kind: str, info: Session, state: _Session) -> list[Made]:
         if kind == "session.created":
-            info = props.info
             state.timestamp = info.time.created
             ready = {"directory": info.directory}
             init = {"title": info.title, "parentId": info.parent_id, "directory": info.directory}
             return [("ee:creating", ready, "system"), ("session:initialized", init, "system"),
                     ("ee:ready", ready, "system")]  # fmt: skip
         if kind == "session.updated":
-            info = props.info
             state.timestamp = max(state.timestamp, info.time.updated)
-            options = {"title": info.title, "permission": [r.wire() for r in info.permission or []]}
-            return [("options:update", options, "system")]
-        if kind == "session.deleted":
-            return [("ee:terminated", {"directory": props.info.directory}, "system")]
-        if kind == "session.status":
-            return self._status(props.status.wire(), state)
-        if kind == "session.idle":
-            return self._idle(state)
-        if kind == "session.error":
-            state.failed = True
-            error = props.error.wire() if props.error is not None else {}
-            message = (error.get("data") or {}).get("message") or error.get("name", "error")
-            return [("error", {"name": error.get("name"), "message": message}, "system")]
-        if kind == "message.updated":
-            return self._message(props.info, state)
-        if kind == "message.part.updated":
-            state.timestamp = max(state.timestamp, props.time)
-            return self._part(props.part, state)
-        if kind == "message.part.delta":
-            part = state.parts.get(props.part_id)
-            if not isinstance(part, TextPart | ReasoningPart) or props.field != "text":
-                return []
-            source = "user" if state.roles.get(part.message_id) == "user" else "assistant"
-            return [("block:delta", {"blockId": props.part_id, "delta": props.delta}, source)]
-        return []
+            rules = [r.wire() for r in info.permission or []]
+            return [("options:update", {"title": info.title, "permission": rules}, "system")]
+        return [("ee:terminated", {"directory": info.directory}, "system")]
 
-    def _status(
-        self, status: dict[str, Any], state: _Session
-    ) -> list[tuple[str, dict[str, Any], Any]]:
-        out: list[tuple[str, dict[str, Any], Any]] = [("status", {"status": status}, "system")]
-        if status.get("type") != "idle" and not state.busy:
+    def _delta(self, props: PartDeltaProps, state: _Session) -> list[Made]:
+        part = state.parts.get(props.part_id)
+        if not isinstance(part, TextPart | ReasoningPart) or props.field != "text":
+            return []
+        source: Source = "user" if state.roles.get(part.message_id) == "user" else "assistant"
+        return [("block:delta", {"blockId": props.part_id, "delta": props.delta}, source)]
+
+    def _status(self, props: SessionStatusProps, state: _Session) -> list[Made]:
+        status = props.status.wire()
+        out: list[Made] = [("status", {"status": status}, "system")]
+        if props.status.type != "idle" and not state.busy:
             state.busy, state.failed, state.query = True, False, state.last_user or ""
             out.append(("query:started", {"queryId": state.query}, "system"))
         return out
 
-    def _idle(self, state: _Session) -> list[tuple[str, dict[str, Any], Any]]:
-        out: list[tuple[str, dict[str, Any], Any]] = [("session:idle", {}, "system")]
+    def _idle(self, state: _Session) -> list[Made]:
+        out: list[Made] = [("session:idle", {}, "system")]
         if state.busy:
             state.busy = False
             ended = "query:failed" if state.failed else "query:completed"
             out.append((ended, {"queryId": state.query}, "system"))
         return out
 
-    def _message(self, info: Message, state: _Session) -> list[tuple[str, dict[str, Any], Any]]:
+    def _message(self, info: Message, state: _Session) -> list[Made]:
         state.roles[info.id] = info.role
         state.timestamp = max(state.timestamp, info.time.created)
         if info.role == "user":
             state.last_user = info.id
             return [("transcript:changed", {"messageId": info.id}, "user")]
         assert isinstance(info, AssistantMessage)
-        out: list[tuple[str, dict[str, Any], Any]] = [
-            ("transcript:changed", {"messageId": info.id}, "assistant")
-        ]
+        out: list[Made] = [("transcript:changed", {"messageId": info.id}, "assistant")]
         if info.time.completed is not None:
             state.failed = state.failed or info.error is not None
             state.timestamp = max(state.timestamp, info.time.completed)
-            state.totals[info.id] = (info.tokens.wire(), info.cost)
+            state.totals[info.id] = (info.tokens, info.cost)
             out.append(("transcript:written", {"messageId": info.id}, "assistant"))
             out.append(("metadata:update", _metadata(info, state), "system"))
         return out
 
-    def _part(self, part: Part, state: _Session) -> list[tuple[str, dict[str, Any], Any]]:
+    def _part(self, part: Part, state: _Session) -> list[Made]:
         role = state.roles.get(part.message_id, "assistant")
         before = state.parts.get(part.id)
         state.parts[part.id] = part
-        out: list[tuple[str, dict[str, Any], Any]] = []
+        out: list[Made] = []
         block = _block(part, role)
-        source = "tool" if isinstance(part, ToolPart) else role
+        source: Source = "tool" if isinstance(part, ToolPart) else _source(role)
         if block is not None:
             out.append(("block:upsert", {"block": block}, source))
         if isinstance(part, ToolPart):
@@ -251,19 +271,17 @@ class SessionEvents:
             out.append(("log", {"level": "info", "message": "the session was compacted"}, "system"))
         return out
 
-    def _tool(
-        self, part: ToolPart, before: Part | None, state: _Session
-    ) -> list[tuple[str, dict[str, Any], Any]]:
-        out: list[tuple[str, dict[str, Any], Any]] = []
-        was_done = isinstance(before, ToolPart) and before.state.status in ("completed", "error")
-        metadata = getattr(part.state, "metadata", None) or {}
+    def _tool(self, part: ToolPart, before: Part | None, state: _Session) -> list[Made]:
+        out: list[Made] = []
+        was_done = isinstance(before, ToolPart) and part_finished(before)
+        metadata: JSONMap = getattr(part.state, "metadata", None) or {}
         child = metadata.get("sessionId")
         if part.tool == "task" and isinstance(child, str) and child not in state.spawned:
             state.spawned.add(child)
             out.append(
                 ("subagent:spawned", {"sessionId": child, "toolUseId": part.call_id}, "tool")
             )
-        if part.state.status not in ("completed", "error") or was_done:
+        if not part_finished(part) or was_done:
             return out
         result = _result_block(part, "tool")
         assert result is not None
@@ -278,29 +296,28 @@ class SessionEvents:
         return out
 
 
-def _metadata(info: AssistantMessage, state: _Session) -> dict[str, Any]:
+def _metadata(info: AssistantMessage, state: _Session) -> JSONObject:
     """The session's token and cost totals so far, and the model that answered last."""
-    sums = dict.fromkeys(("input", "output", "reasoning", "read", "write"), 0)
-    cost = 0.0
+    total, cost = Tokens(), 0.0
     for used, spent in state.totals.values():
-        for key in ("input", "output", "reasoning"):
-            sums[key] += int(used.get(key, 0))
-        for key in ("read", "write"):
-            sums[key] += int(used.get("cache", {}).get(key, 0))
-        cost += spent
-    cache = {"read": sums.pop("read"), "write": sums.pop("write")}
-    tokens = {**sums, "cache": cache}
+        total, cost = total.plus(used), cost + spent
+    tokens: JSONObject = {
+        "input": total.input,
+        "output": total.output,
+        "reasoning": total.reasoning,
+        "cache": {"read": total.cache.read, "write": total.cache.write},
+    }
     model = {"providerID": info.provider_id, "modelID": info.model_id}
     return {"tokens": tokens, "cost": cost, "model": model}
 
 
-def _file_changes(part: ToolPart, metadata: dict[str, Any]) -> list[tuple[str, str]]:
+def _file_changes(part: ToolPart, metadata: JSONMap) -> list[tuple[str, str]]:
     if part.tool == "apply_patch":
         kinds = {"added": "file:created", "deleted": "file:deleted"}
         return [
-            (kinds.get(str(d.get("status")), "file:modified"), str(d.get("file")))
-            for d in metadata.get("files") or []
-            if isinstance(d, dict)
+            (kinds.get(text_of(d, "status"), "file:modified"), text_of(d, "file"))
+            for d in list_of(metadata, "files")
+            if isinstance(d, Mapping)
         ]
     path = metadata.get("filepath") or part.state.input.get("filePath")
     if not isinstance(path, str):
@@ -312,7 +329,25 @@ def _file_changes(part: ToolPart, metadata: dict[str, Any]) -> list[tuple[str, s
 # ---- the reducer --------------------------------------------------------------------------
 
 
-def empty_state() -> dict[str, Any]:
+class SessionState(TypedDict):
+    """What a client holds of one session, as the reducer keeps it."""
+
+    blocks: list[JSONObject]
+    status: JSON
+    metadata: JSON
+    queries: dict[str, str]
+    subagents: dict[str, str]
+    files: dict[str, str]
+    transcript: dict[str, str]
+    environment: str | None
+    initialized: JSON
+    options: JSONObject
+    errors: list[JSON]
+    logs: list[JSON]
+    lastEventId: str | None
+
+
+def empty_state() -> SessionState:
     return {
         "blocks": [],
         "status": {"type": "idle"},
@@ -339,25 +374,29 @@ _KEYED = {
 }
 
 
-def reduce_session_event(
-    state: dict[str, Any], event: SessionEvent | dict[str, Any]
-) -> dict[str, Any]:
+def reduce_session_event(state: SessionState, event: SessionEvent | JSONMap) -> SessionState:
     """One session's state after ``event``: ``state``, changed in place and returned (a
     copy per event would cost the whole transcript per delta). The TypeScript reducer in
     clients/js follows exactly these rules."""
     data = event.wire() if isinstance(event, SessionEvent) else event
-    kind, payload = data["type"], data["payload"]
-    state["lastEventId"] = data["id"]
+    kind, payload = text_of(data, "type"), map_of(data, "payload")
+    state["lastEventId"] = text_of(data, "id")
     family, _, verb = kind.partition(":")
     if family in _KEYED:
         name, key = _KEYED[family]
-        state[name][str(payload[key])] = verb
+        keyed = {
+            "queries": state["queries"],
+            "subagents": state["subagents"],
+            "files": state["files"],
+            "transcript": state["transcript"],
+        }[name]
+        keyed[str(payload.get(key))] = verb
     elif family == "ee":
         state["environment"] = verb
     elif family == "block" or kind == "session:idle":
         _reduce_blocks(state["blocks"], kind, payload)
     elif kind == "status":
-        state["status"] = payload["status"]
+        state["status"] = payload.get("status")
     elif kind == "metadata:update":
         state["metadata"] = payload
     elif kind == "session:initialized":
@@ -365,18 +404,18 @@ def reduce_session_event(
     elif kind == "options:update":
         state["options"] = {**state["options"], **payload}
     elif kind in ("error", "log"):
-        state["errors" if kind == "error" else "logs"].append(payload["message"])
+        state["errors" if kind == "error" else "logs"].append(payload.get("message"))
     return state
 
 
-def _index(blocks: list[dict[str, Any]], block_id: Any) -> int | None:
+def _index(blocks: list[JSONObject], block_id: JSON) -> int | None:
     return next((i for i, b in enumerate(blocks) if b["id"] == block_id), None)
 
 
-def _reduce_blocks(blocks: list[dict[str, Any]], kind: str, payload: dict[str, Any]) -> None:
+def _reduce_blocks(blocks: list[JSONObject], kind: str, payload: JSONMap) -> None:
     if kind == "block:upsert":
-        block = dict(payload["block"])  # a copy: deltas change the state, never the event
-        index = _index(blocks, block["id"])
+        block = dict(map_of(payload, "block"))  # a copy: deltas change the state, never the event
+        index = _index(blocks, block.get("id"))
         if index is not None:
             blocks[index] = block
             return
@@ -384,8 +423,9 @@ def _reduce_blocks(blocks: list[dict[str, Any]], kind: str, payload: dict[str, A
         blocks.insert(len(blocks) if after is None else after + 1, block)
     elif kind == "block:delta":
         for block in blocks:
-            if block["id"] == payload["blockId"] and "text" in block:
-                block["text"] += payload["delta"]
+            text = block.get("text")
+            if block.get("id") == payload.get("blockId") and isinstance(text, str):
+                block["text"] = text + text_of(payload, "delta")
     else:  # session:idle: whatever is still pending is as final as it will get
         for block in blocks:
             block["status"] = "complete"

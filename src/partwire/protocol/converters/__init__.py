@@ -10,13 +10,13 @@ line, or an in-process event object) and returns the ingest events it stands for
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from partwire.schema.ingest import IngestEvent
 
 
 class Converter(Protocol):
-    def feed(self, item: Any) -> list[IngestEvent]: ...
+    def feed(self, item: object) -> list[IngestEvent]: ...
     def end(self) -> list[IngestEvent]: ...
 
 

@@ -40,7 +40,7 @@ class AnthropicConverter:
         self._stop: str | None = None
         self._open_step = False
 
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         if hasattr(item, "model_dump"):  # an SDK event object
             item = item.model_dump(exclude_none=True)
         if not isinstance(item, dict):

@@ -22,7 +22,7 @@ class ClaudeCodeConverter:
         self._stream = AnthropicConverter()
         self._streamed: set[str] = set()  # message ids whose stream events were seen
 
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         if not isinstance(item, dict) or item.get("parent_tool_use_id"):
             return []
         kind = item.get("type")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from partwire.schema.ingest import IngestEvent, ingest_adapter
 
 
 class NativeConverter:
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         return [ingest_adapter.validate_python(item)]
 
     def end(self) -> list[IngestEvent]:

@@ -6,8 +6,6 @@ at ``end`` with the usage (``stream_options.include_usage``) and finish reason i
 
 from __future__ import annotations
 
-from typing import Any
-
 from partwire.protocol.converters.stream_events import StreamEventConverter
 from partwire.providers import stream as provider
 from partwire.providers.chat_chunks import ChunkDecoder
@@ -21,7 +19,7 @@ class OpenAIChatConverter:
         self._events = StreamEventConverter()
         self._started = False
 
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         if hasattr(item, "model_dump"):  # an SDK ChatCompletionChunk
             item = item.model_dump(exclude_none=True)
         if not isinstance(item, dict) or not ("choices" in item or "error" in item):

@@ -24,7 +24,7 @@ class OpenAIResponsesConverter:
         self._open_step = False
         self._called = False
 
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         if hasattr(item, "model_dump"):  # an SDK event object
             item = item.model_dump(exclude_none=True)
         if not isinstance(item, dict):

@@ -6,10 +6,10 @@ opencode session. Each message of the mirrored session begins with a ``start`` e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from partwire.protocol.jsonread import JSONMap, as_map, map_of, number_of, text_of
 from partwire.schema import ingest
-from partwire.schema.base import Tokens
+from partwire.schema.base import JSON, Tokens
 from partwire.schema.ingest import IngestEvent
 from partwire.schema.part import ModelRef
 
@@ -30,17 +30,16 @@ class OpencodeConverter:
         self._streams: dict[str, _Streamed] = {}
         self._tools: dict[str, str] = {}  # call id → status sent
 
-    def feed(self, item: Any) -> list[IngestEvent]:
-        if not isinstance(item, dict):
-            return []
-        if "payload" in item and "type" not in item:  # /global/event wraps each event
-            item = item["payload"]
-        props = item.get("properties") or {}
-        kind = item.get("type")
+    def feed(self, item: object) -> list[IngestEvent]:
+        event = as_map(item)
+        if "payload" in event and "type" not in event:  # /global/event wraps each event
+            event = map_of(event, "payload")
+        props = map_of(event, "properties")
+        kind = event.get("type")
         if kind == "message.updated":
-            return self._message(props.get("info") or {})
+            return self._message(map_of(props, "info"))
         if kind == "message.part.updated":
-            return self._part(props.get("part") or {})
+            return self._part(map_of(props, "part"))
         if kind == "message.part.delta":
             return self._delta(props)
         return []
@@ -48,12 +47,12 @@ class OpencodeConverter:
     def end(self) -> list[IngestEvent]:
         return []
 
-    def _ours(self, session_id: Any, message_id: Any) -> bool:
+    def _ours(self, session_id: JSON, message_id: JSON) -> bool:
         if self.session_id is None:
             self.session_id = str(session_id)
         return bool(session_id == self.session_id and message_id == self._current)
 
-    def _message(self, info: dict[str, Any]) -> list[IngestEvent]:
+    def _message(self, info: JSONMap) -> list[IngestEvent]:
         if self.session_id is None:
             self.session_id = str(info.get("sessionID"))
         if info.get("sessionID") != self.session_id:
@@ -67,35 +66,37 @@ class OpencodeConverter:
             self._tools.clear()
             role = "user" if info.get("role") == "user" else "assistant"
             model = None
-            if role == "assistant" and info.get("providerID") and info.get("modelID"):
-                model = ModelRef(provider_id=info["providerID"], model_id=info["modelID"])
+            provider, model_id = text_of(info, "providerID"), text_of(info, "modelID")
+            if role == "assistant" and provider and model_id:
+                model = ModelRef(provider_id=provider, model_id=model_id)
             out.append(ingest.IngestStart(role=role, model=model))
-        error = info.get("error")
-        if message_id == self._current and error and (info.get("time") or {}).get("completed"):
-            message = (error.get("data") or {}).get("message") or error.get("name") or "error"
-            out.append(ingest.StreamError(message=str(message)))
+        error = map_of(info, "error")
+        if message_id == self._current and error and map_of(info, "time").get("completed"):
+            message = text_of(map_of(error, "data"), "message") or text_of(error, "name")
+            out.append(ingest.StreamError(message=message or "error"))
         return out
 
-    def _part(self, part: dict[str, Any]) -> list[IngestEvent]:
+    def _part(self, part: JSONMap) -> list[IngestEvent]:
         if not self._ours(part.get("sessionID"), part.get("messageID")):
             return []
         kind = part.get("type")
         if kind in ("text", "reasoning"):
-            return self._text_part(str(part.get("id")), kind, str(part.get("text", "")))
+            return self._text_part(str(part.get("id")), kind, text_of(part, "text"))
         if kind == "tool":
             return self._tool(part)
         if kind == "step-start":
             return [ingest.StepStart()]
         if kind == "step-finish":
-            tokens = Tokens.model_validate(part.get("tokens") or {})
-            reason = str(part.get("reason") or "stop")
-            return [ingest.StepFinish(tokens=tokens, cost=part.get("cost") or 0, reason=reason)]
+            tokens = Tokens.model_validate(map_of(part, "tokens"))
+            reason = text_of(part, "reason") or "stop"
+            cost = number_of(part, "cost") or 0
+            return [ingest.StepFinish(tokens=tokens, cost=cost, reason=reason)]
         if kind == "file":
             return [
                 ingest.FileAdded(
                     mime=str(part.get("mime")),
                     url=str(part.get("url")),
-                    filename=part.get("filename"),
+                    filename=text_of(part, "filename") or None,
                 )
             ]
         return []
@@ -106,13 +107,13 @@ class OpencodeConverter:
         stream.sent = max(stream.sent, len(text))
         return [self._piece(kind, missing)] if missing else []
 
-    def _delta(self, props: dict[str, Any]) -> list[IngestEvent]:
+    def _delta(self, props: JSONMap) -> list[IngestEvent]:
         if not self._ours(props.get("sessionID"), props.get("messageID")):
             return []
         stream = self._streams.get(str(props.get("partID")))
-        if stream is None or props.get("field", "text") != "text":
+        if stream is None or text_of(props, "field", "text") != "text":
             return []
-        delta = str(props.get("delta", ""))
+        delta = text_of(props, "delta")
         stream.sent += len(delta)
         return [self._piece(stream.kind, delta)] if delta else []
 
@@ -120,9 +121,9 @@ class OpencodeConverter:
     def _piece(kind: str, text: str) -> IngestEvent:
         return ingest.TextDelta(delta=text) if kind == "text" else ingest.ReasoningDelta(delta=text)
 
-    def _tool(self, part: dict[str, Any]) -> list[IngestEvent]:
+    def _tool(self, part: JSONMap) -> list[IngestEvent]:
         call_id, name = str(part.get("callID")), str(part.get("tool"))
-        state = part.get("state") or {}
+        state = map_of(part, "state")
         status = state.get("status")
         sent = self._tools.get(call_id)
         out: list[IngestEvent] = []
@@ -130,18 +131,19 @@ class OpencodeConverter:
             out.append(ingest.ToolCallStart(call_id=call_id, tool=name))
             self._tools[call_id] = sent = "pending"
         if status in ("running", "completed", "error") and sent == "pending":
-            out.append(ingest.ToolCall(call_id=call_id, tool=name, input=state.get("input") or {}))
+            arguments = dict(map_of(state, "input"))
+            out.append(ingest.ToolCall(call_id=call_id, tool=name, input=arguments))
             self._tools[call_id] = sent = "running"
         if status in ("completed", "error") and sent == "running":
             failed = status == "error"
-            output = state.get("error") if failed else state.get("output")
+            output = text_of(state, "error" if failed else "output")
             out.append(
                 ingest.ToolResult(
                     call_id=call_id,
-                    output=output or "",
+                    output=output,
                     is_error=failed,
-                    title=None if failed else state.get("title"),
-                    metadata=state.get("metadata") or None,
+                    title=None if failed else text_of(state, "title") or None,
+                    metadata=dict(map_of(state, "metadata")) or None,
                 )
             )
             self._tools[call_id] = "done"

@@ -9,9 +9,9 @@ use for the whole run, so the last step carries it (``AgentRunResultEvent``).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic_ai import messages as pai
+from pydantic_ai.usage import UsageBase
 
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
@@ -24,7 +24,7 @@ class PydanticAIConverter:
         self._made: set[str] = set()  # call ids whose call was already complete
         self._open_step = False
 
-    def feed(self, item: Any) -> list[IngestEvent]:
+    def feed(self, item: object) -> list[IngestEvent]:
         if isinstance(item, pai.PartStartEvent):
             return self._step() + self._start(item.index, item.part)
         if isinstance(item, pai.PartDeltaEvent):
@@ -37,7 +37,7 @@ class PydanticAIConverter:
         if isinstance(item, pai.FunctionToolResultEvent):
             return self._result(item.part)
         if getattr(item, "event_kind", None) == "agent_run_result":
-            return self._finish("stop", _usage(item.result))
+            return self._finish("stop", _usage(getattr(item, "result", None)))
         return []
 
     def end(self) -> list[IngestEvent]:
@@ -56,7 +56,7 @@ class PydanticAIConverter:
         self._open_step = False
         return [ingest.StepFinish(tokens=tokens, reason=reason)]
 
-    def _start(self, index: int, part: Any) -> list[IngestEvent]:
+    def _start(self, index: int, part: object) -> list[IngestEvent]:
         if isinstance(part, pai.TextPart):
             return [ingest.TextDelta(delta=part.content)] if part.content else []
         if isinstance(part, pai.ThinkingPart):
@@ -71,7 +71,7 @@ class PydanticAIConverter:
             return out
         return []
 
-    def _delta(self, index: int, delta: Any) -> list[IngestEvent]:
+    def _delta(self, index: int, delta: object) -> list[IngestEvent]:
         if isinstance(delta, pai.TextPartDelta):
             return [ingest.TextDelta(delta=delta.content_delta)] if delta.content_delta else []
         if isinstance(delta, pai.ThinkingPartDelta):
@@ -85,7 +85,7 @@ class PydanticAIConverter:
             return [ingest.ToolArgsDelta(call_id=call_id, delta=args)] if args else []
         return []
 
-    def _end_part(self, index: int, part: Any) -> list[IngestEvent]:
+    def _end_part(self, index: int, part: object) -> list[IngestEvent]:
         if isinstance(part, pai.ToolCallPart) and index in self._calls:
             return self._call(part)
         return []
@@ -103,7 +103,7 @@ class PydanticAIConverter:
         args = part.args_as_json_str()
         return [*out, ingest.ToolCall(call_id=part.tool_call_id, tool=part.tool_name, input=args)]
 
-    def _result(self, part: Any) -> list[IngestEvent]:
+    def _result(self, part: pai.ToolReturnPart | pai.RetryPromptPart) -> list[IngestEvent]:
         failed = getattr(part, "part_kind", "") == "retry-prompt" or getattr(
             part, "outcome", "success"
         ) in ("failed", "denied")
@@ -111,9 +111,9 @@ class PydanticAIConverter:
         return [ingest.ToolResult(call_id=part.tool_call_id, output=content, is_error=failed)]
 
 
-def _usage(result: Any) -> Tokens | None:
-    usage: Any = getattr(result, "usage", None)
-    if not hasattr(usage, "input_tokens"):
+def _usage(result: object) -> Tokens | None:
+    usage = getattr(result, "usage", None)
+    if not isinstance(usage, UsageBase):
         return None
     return Tokens(
         total=(usage.input_tokens or 0) + (usage.output_tokens or 0),

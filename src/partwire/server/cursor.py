@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 
 from partwire.bus import Subscription
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
-from partwire.storage.base import Store
+from partwire.storage.base import EventLogGap, Store
 
 REPLAY_PAGE = 500  # logged events framed as stored (GET /event): cheap, so pages are large
 SESSION_PAGE = 100  # parsed and folded by an adapter: smaller, so other requests go between
@@ -64,6 +65,51 @@ async def session_events(
             return
         after = page[-1].id
         await asyncio.sleep(0)  # other requests go on between pages
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """One step of a session's history for a client resuming at a cursor: fold ``event``
+    into the adapter, then send its items from ``send_from`` on (None: send none). The
+    last step has no event: ``place`` is where live goes on from."""
+
+    event: Event | None
+    send_from: int | None
+    place: str
+
+
+async def resume_session(
+    store: Store,
+    session_id: str,
+    *,
+    through: str,
+    seen: int | None,
+    fold_types: Sequence[str],
+    send_types: Sequence[str],
+    send_all: bool = False,
+) -> AsyncIterator[Resumed]:
+    """The session from its start: events up to ``through`` are folded (so an adapter's
+    numbering and state match what the client has), and sent only with ``send_all``; of
+    the event at ``through`` the items after ``seen`` are sent; every event after it up to
+    the newest is sent whole. EventLogGap when the log no longer holds the session's start
+    (or the store's own gap)."""
+    newest = await store.last_event_id() or through
+    started = False
+    async for event in session_events(store, session_id, fold_types, through=through):
+        started = started or event.type == "session.created"
+        if not started:
+            break
+        if send_all:
+            yield Resumed(event, 0, through)
+        elif event.id == through and seen is not None:
+            yield Resumed(event, seen + 1, through)
+        else:
+            yield Resumed(event, None, through)
+    if not started:
+        raise EventLogGap(None)  # the session's start was pruned: its folds are unknown
+    async for event in session_events(store, session_id, send_types, through=newest, after=through):
+        yield Resumed(event, 0, event.id)
+    yield Resumed(None, None, newest)
 
 
 async def log_pages(store: Store, after: str) -> AsyncIterator[list[Event]]:

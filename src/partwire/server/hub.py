@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError, TooManyRequestsError
 from partwire.runtime import Runtime
-from partwire.server.cursor import counted, parse_cursor, session_events, unsent
+from partwire.server.cursor import counted, parse_cursor, resume_session, unsent
 from partwire.server.guard import origin_allowed
 from partwire.storage.base import EventLogGap
 
@@ -66,25 +66,21 @@ async def _history(
         through, seen = newest, None
     else:
         through, seen = parse_cursor(since)
-    newest = await store.last_event_id() or through
-    started = False
-    async for event in session_events(store, session_id, SESSION_EVENTS, through=through):
-        started = started or event.type == "session.created"
-        if not started:
-            break
-        made = [e for e in adapter.convert(event) if e.context.session_id == session_id]
-        if since is None:
-            yield made, through
-        elif event.id == through and seen is not None:
-            yield made[seen + 1 :], through
-    if not started:
-        raise EventLogGap(None)
-    async for event in session_events(
-        store, session_id, SESSION_EVENTS, through=newest, after=through
+    async for step in resume_session(
+        store,
+        session_id,
+        through=through,
+        seen=seen,
+        fold_types=SESSION_EVENTS,
+        send_types=SESSION_EVENTS,
+        send_all=since is None,
     ):
-        made = [e for e in adapter.convert(event) if e.context.session_id == session_id]
-        yield made, event.id
-    yield [], newest
+        if step.event is None:
+            yield [], step.place
+            continue
+        made = [e for e in adapter.convert(step.event) if e.context.session_id == session_id]
+        if step.send_from is not None:
+            yield made[step.send_from :], step.place
 
 
 async def _resync(

@@ -25,7 +25,14 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
-from partwire.server.cursor import STREAM_HEADERS, counted, live, parse_cursor, session_events
+from partwire.server.cursor import (
+    STREAM_HEADERS,
+    counted,
+    item_id,
+    live,
+    parse_cursor,
+    session_events,
+)
 from partwire.session.loop import leave_running
 
 Item = TypeVar("Item")
@@ -121,7 +128,7 @@ class TurnStream(Generic[Item]):
             if parent == self.follow:
                 self.done = True
                 self.view.translate(made[own:], self.source)  # the view keeps count
-                return self._sse(closing, event.id if event.in_log else None, first)
+                return self._sse(closing, event, first)
         items = self.view.translate(made[own:], self.source)
         turn = self.source.turn
         if self.follow is None and turn is not None and made[own]["type"] == "start":
@@ -130,13 +137,14 @@ class TurnStream(Generic[Item]):
             return ""
         if turn.done:
             self.done = True
-        return self._sse(items, event.id if event.in_log else None, first)
+        return self._sse(items, event, first)
 
-    def _sse(self, items: list[Item], event_id: str | None, first: int = 0) -> str:
+    def _sse(self, items: list[Item], event: Event | None, first: int = 0) -> str:
         out = []
         for n, item in enumerate(items):
             if n >= first:
-                head = f"id: {event_id}:{n}\n" if event_id is not None else ""
+                cursor = item_id(event, n) if event is not None else None
+                head = f"id: {cursor}\n" if cursor is not None else ""
                 out.append(head + self.view.encode(item))
         return "".join(out)
 

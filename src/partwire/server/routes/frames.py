@@ -26,7 +26,7 @@ from partwire.server.cursor import (
     item_id,
     live,
     parse_cursor,
-    session_events,
+    resume_session,
 )
 from partwire.server.routes.scope import runtime_of
 from partwire.storage.base import EventLogGap
@@ -67,27 +67,23 @@ async def _resume(
     runtime: Runtime, frames: SessionFrames, cursor: str
 ) -> AsyncIterator[tuple[str, str]]:
     """(SSE text, id to go on from) for the history after ``cursor``, the session's events
-    up to it folded in first (a page at a time) so that part numbers match; EventLogGap
-    when the log cannot rebuild the session up to it."""
+    up to it folded in first so that part numbers match; EventLogGap when the log cannot
+    rebuild the session up to it."""
     event_id, seen = parse_cursor(cursor)
-    newest = await runtime.store.last_event_id() or event_id
-    started = False
-    async for event in session_events(
-        runtime.store, frames.session_id, HISTORY_TYPES, through=event_id
+    async for step in resume_session(
+        runtime.store,
+        frames.session_id,
+        through=event_id,
+        seen=seen,
+        fold_types=HISTORY_TYPES,
+        send_types=FRAME_EVENTS,
     ):
-        started = started or event.type == "session.created"
-        if not started:
-            break
-        made = frames.frames(event)
-        if event.id == event_id and seen is not None:
-            yield sse(made, event, first=seen + 1), event_id
-    if not started:
-        raise EventLogGap(None)  # the session's start was pruned: part numbers are unknown
-    async for event in session_events(
-        runtime.store, frames.session_id, FRAME_EVENTS, through=newest, after=event_id
-    ):
-        yield sse(frames.frames(event), event), event.id
-    yield "", newest
+        if step.event is None:
+            yield "", step.place
+            continue
+        made = frames.frames(step.event)
+        if step.send_from is not None:
+            yield sse(made, step.event, first=step.send_from), step.place
 
 
 async def stream_frames(

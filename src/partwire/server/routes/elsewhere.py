@@ -13,6 +13,7 @@ from fastapi import APIRouter, Body, Request, Response
 from pydantic import Field
 
 from partwire.errors import BadRequestError, NotFoundError
+from partwire.protocol.v2events import seq_of
 from partwire.schema.base import WireModel
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2_sessions import durable_history
@@ -225,12 +226,12 @@ async def sync_history(
     out = []
     for session in await runtime.store.list_sessions():
         after = known.get(session.id, -1)
-        _, made, _ = await durable_history(runtime, session, after=after)
+        made, _ = await durable_history(runtime, session, after=after)
         out += [
             {
                 "id": d["id"],
                 "aggregate_id": session.id,
-                "seq": d["durable"]["seq"],
+                "seq": seq_of(d),
                 "type": d["type"],
                 "data": d["data"],
             }

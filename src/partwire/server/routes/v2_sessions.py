@@ -25,7 +25,7 @@ from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents, seq_of
 from partwire.protocol.v2messages import context_messages, tokens_v2, v2_messages
 from partwire.runtime import Project, Runtime
-from partwire.schema.base import Tokens, WireModel
+from partwire.schema.base import JSONObject, Tokens, WireModel
 from partwire.schema.input import (
     AgentPartInput,
     FilePartInput,
@@ -38,9 +38,11 @@ from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session, SessionModel
 from partwire.server.cursor import STREAM_HEADERS, counted, live
+from partwire.server.cursor import session_events as session_log
 from partwire.server.routes.scope import runtime_of
 from partwire.server.routes.v2 import body
 from partwire.server.turnstream import History
+from partwire.server.v2_projections import projections
 from partwire.session.agents import get_agent
 from partwire.session.loop import leave_running
 from partwire.session.revert import cleanup_revert
@@ -420,20 +422,27 @@ async def revert_clear(request: Request, sessionID: str) -> Response:
 
 
 async def durable_history(
-    runtime: Runtime, session: Session, *, after: int = -1, limit: int | None = None
-) -> tuple[DurableEvents, list[Any], str | None]:
+    runtime: Runtime, session: Session, *, after: int = 0, limit: int | None = None
+) -> tuple[list[JSONObject], str | None]:
     """The session's durable events after sequence number ``after`` (at most ``limit`` + 1
-    of them: the reading stops there), the projection that made them, and the newest
-    logged event they reflect. The log is folded a page at a time: only what is returned
-    is kept."""
+    of them: the reading stops there) and the newest logged event they reflect. The log
+    is folded a page at a time from where a kept projection stopped (see
+    ``server.v2_projections``): paging forward costs the page, not the session."""
     head = await runtime.store.last_event_id()
-    projection = DurableEvents(session.id, session.directory)
-    made: list[Any] = []
-    async for event in History(runtime, session.id, head, DURABLE_SOURCES):
-        made += [d for d in projection.durable(event) if seq_of(d) > after]
-        if limit is not None and len(made) > limit:
-            break
-    return projection, made, head
+    kept = projections(runtime.store)
+    folded = kept.take(session.id, session.directory, after)
+    made = folded.since(after)
+    if head is not None and (limit is None or len(made) <= limit):
+        async for event in session_log(
+            runtime.store, session.id, DURABLE_SOURCES, through=head, after=folded.through
+        ):
+            folded.tail = folded.projection.durable(event)
+            folded.through = event.id
+            made += [d for d in folded.tail if seq_of(d) > after]
+            if limit is not None and len(made) > limit:
+                break
+    kept.keep(session.id, folded)
+    return made, head
 
 
 def _after(after: str | None) -> int:
@@ -453,7 +462,7 @@ async def session_history(
     if limit is not None and (not limit.isdigit() or int(limit) < 1):
         raise BadRequestError(f"limit {limit!r} is not a positive number", field="limit")
     size = min(int(limit), 1000) if limit else 100
-    _, later, _ = await durable_history(runtime, session, after=_after(after), limit=size)
+    later, _ = await durable_history(runtime, session, after=_after(after), limit=size)
     return body({"data": later[:size], "hasMore": len(later) > size})
 
 

@@ -168,21 +168,35 @@ async def test_the_todo_list_is_the_agents_state(server: str) -> None:
 # ---- resuming ------------------------------------------------------------------------------
 
 
-async def test_a_run_resumes_after_any_event(paced: str) -> None:
+async def test_a_run_resumes_after_any_event_and_after_a_restart(settings: Settings) -> None:
     rng = random.Random(7)
     body = run_input("cut", "long 120")
-    async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
+    paced = replace(settings, demo_delay_ms=4)
+    async with (
+        serve_in_background(paced) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
         async with http.stream("POST", "/agui", json=body) as first:
             assert first.headers["content-type"].startswith("text/event-stream")
             whole = await read_sse(first)
         assert [e["type"] for _, e in whole[:2]] == ["RUN_STARTED", "STATE_SNAPSHOT"]
         assert whole[-1][1]["type"] == "RUN_FINISHED"
         logged = [n for n, (event_id, _) in enumerate(whole) if event_id is not None]
-        for cut in [*sorted(rng.sample(logged[:-1], 6)), logged[-1]]:
+        cuts = [*sorted(rng.sample(logged[:-1], 6)), logged[-1]]
+        for cut in cuts:
             headers = {"Last-Event-ID": str(whole[cut][0])}
             async with http.stream("POST", "/agui", json=body, headers=headers) as rest:
                 assert rest.status_code == 200
                 assert await read_sse(rest) == whole[cut + 1 :], cut
+    # a new server on the same data dir: the cursors are places in the log it keeps
+    async with (
+        serve_in_background(paced) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        for cut in cuts[:2]:
+            headers = {"Last-Event-ID": str(whole[cut][0])}
+            async with http.stream("POST", "/agui", json=body, headers=headers) as rest:
+                assert await read_sse(rest) == whole[cut + 1 :], f"after a restart: {cut}"
 
 
 async def test_a_reconnect_mid_run_snapshots_then_goes_on_live(paced: str) -> None:

@@ -159,9 +159,15 @@ async def test_a_rejected_approval_denies_the_call(server: str) -> None:
 # ---- resuming ------------------------------------------------------------------------------
 
 
-async def test_a_reconnect_resumes_after_any_chunk(paced: str) -> None:
+async def test_a_reconnect_resumes_after_any_chunk_and_after_a_restart(
+    settings: Settings,
+) -> None:
     rng = random.Random(13)
-    async with httpx.AsyncClient(base_url=paced, timeout=30) as http:
+    paced = replace(settings, demo_delay_ms=4)
+    async with (
+        serve_in_background(paced) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
         async with http.stream("POST", "/ui/chat", json=chat_body("cut", "long 120")) as first:
             assert first.headers["x-vercel-ai-ui-message-stream"] == "v1"
             whole = await read_chunks(first)
@@ -176,6 +182,15 @@ async def test_a_reconnect_resumes_after_any_chunk(paced: str) -> None:
             async with http.stream("GET", "/ui/chat/cut/stream", headers=headers) as rest:
                 assert rest.status_code == 200
                 assert await read_chunks(rest) == whole[cut + 1 :], cut
+    # a new server on the same data dir: the cursors are places in the log it keeps
+    async with (
+        serve_in_background(paced) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        for cut in cuts[:2]:
+            headers = {"Last-Event-ID": str(whole[cut][0])}
+            async with http.stream("GET", "/ui/chat/cut/stream", headers=headers) as rest:
+                assert await read_chunks(rest) == whole[cut + 1 :], f"after a restart: {cut}"
 
 
 async def test_a_reconnect_mid_turn_goes_on_live_without_loss_or_repeats(paced: str) -> None:

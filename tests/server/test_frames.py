@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 from partwire.client.http import PartwireClient
+from partwire.config import Settings
 from partwire.protocol.partframes import FrameReducer
 from partwire.schema.frames import Frame
+from partwire.server.runner import serve_in_background
 
 PROMPTS = ("hello", "list", "edit README.md no-such-text => x", "long 300")
 
@@ -38,8 +40,10 @@ def _reduced(frames: list[Frame]) -> FrameReducer:
     return reducer
 
 
-async def test_live_frames_rebuild_the_session_and_resume_after_any_frame(server: str) -> None:
-    async with PartwireClient(server) as client:
+async def test_live_frames_rebuild_the_session_and_resume_after_any_frame_and_a_restart(
+    settings: Settings,
+) -> None:
+    async with serve_in_background(settings) as server, PartwireClient(server) as client:
         session_id = (await client.create_session()).id
         live = client._frame_stream(session_id, None)
         first = await anext(live)
@@ -78,10 +82,17 @@ async def test_live_frames_rebuild_the_session_and_resume_after_any_frame(server
 
         # cut anywhere and resume with the last id seen: the rest, exactly once
         rng = random.Random(7)
-        for cut in [*sorted(rng.sample(range(len(frames) - 1), 6)), len(frames) - 2]:
+        cuts = [*sorted(rng.sample(range(len(frames) - 1), 6)), len(frames) - 2]
+        for cut in cuts:
             cursor = frames[cut][0]
             rest = await _collect(client._frame_stream(session_id, cursor), len(frames) - cut - 1)
             assert [f for _, f in rest] == whole[cut + 1 :], f"resumed after frame {cut}"
+    # a new server on the same data dir: the cursors are places in the log it keeps
+    async with serve_in_background(settings) as server, PartwireClient(server) as client:
+        for cut in cuts[:2]:
+            cursor = frames[cut][0]
+            rest = await _collect(client._frame_stream(session_id, cursor), len(frames) - cut - 1)
+            assert [f for _, f in rest] == whole[cut + 1 :], f"after a restart: frame {cut}"
 
 
 async def test_a_new_stream_starts_with_a_snapshot_then_goes_live(server: str) -> None:

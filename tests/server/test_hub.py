@@ -91,8 +91,10 @@ async def _ran_session(client: PartwireClient) -> str:
     return session_id
 
 
-async def test_live_events_reduce_to_the_stored_blocks_and_resume_anywhere(server: str) -> None:
-    async with PartwireClient(server) as client:
+async def test_live_events_reduce_to_the_stored_blocks_and_resume_anywhere_and_after_a_restart(
+    settings: Settings,
+) -> None:
+    async with serve_in_background(settings) as server, PartwireClient(server) as client:
         session_id = (await client.create_session()).id
         live = Listener()
         assert (await live.start(server, session_id)) == {"ok": True, "sessionId": session_id}
@@ -108,14 +110,26 @@ async def test_live_events_reduce_to_the_stored_blocks_and_resume_anywhere(serve
         assert all(e["context"]["sessionId"] == session_id for e in events)
 
         # resume after any event: exactly the rest
-        cuts = random.Random(11).sample(range(len(events) - 1), 5)
-        for cut in [*sorted(cuts), len(events) - 2]:
-            again = Listener()
-            await again.start(server, session_id, since=events[cut]["id"])
-            await again.until(len(events) - cut - 1)
-            await asyncio.sleep(0.1)  # nothing more may come
-            await again.stop()
-            assert again.events == events[cut + 1 :], f"resumed after event {cut}"
+        cuts = [*sorted(random.Random(11).sample(range(len(events) - 1), 5)), len(events) - 2]
+        for cut in cuts:
+            assert await _resumed(server, session_id, events, cut) == events[cut + 1 :], cut
+    # a new server on the same data dir: the cursors are places in the log it keeps
+    async with serve_in_background(settings) as server:
+        for cut in cuts[:2]:
+            rest = await _resumed(server, session_id, events, cut)
+            assert rest == events[cut + 1 :], f"after a restart: event {cut}"
+
+
+async def _resumed(
+    server: str, session_id: str, events: list[dict[str, Any]], cut: int
+) -> list[dict[str, Any]]:
+    """A Socket.IO subscription since event ``cut``: what it gets."""
+    again = Listener()
+    await again.start(server, session_id, since=events[cut]["id"])
+    await again.until(len(events) - cut - 1)
+    await asyncio.sleep(0.1)  # nothing more may come
+    await again.stop()
+    return again.events
 
 
 async def test_a_new_subscriber_gets_the_whole_session_then_live(server: str) -> None:

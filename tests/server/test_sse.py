@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -200,3 +201,28 @@ async def test_shutdown_announces_itself_and_ends_open_streams(settings: Setting
             await stopping
             assert asyncio.get_running_loop().time() - started < 1.0
     assert rest == ["server.instance.disposed"]
+
+
+async def test_a_cursor_resumes_exactly_at_any_cut_and_after_a_restart(settings: Settings) -> None:
+    async with serve_in_background(settings) as url, httpx.AsyncClient(base_url=url) as http:
+        async with http.stream("GET", "/event") as response:
+            frames = read_frames(response, until="session.idle")
+            await anext(frames)  # connected: listening before the prompt
+            await _prompt(http, "list")
+            whole = [f async for f in frames]
+        assert all(f["id"] == f["event"]["id"] for f in whole)
+        cuts = [*sorted(random.Random(5).sample(range(len(whole) - 1), 4)), len(whole) - 2]
+        for cut in cuts:
+            assert await _resumed(http, whole[cut]["id"]) == whole[cut + 1 :], cut
+    # a new server on the same data dir: the cursors are places in the log it keeps
+    async with serve_in_background(settings) as url, httpx.AsyncClient(base_url=url) as http:
+        for cut in cuts[:2]:
+            assert await _resumed(http, whole[cut]["id"]) == whole[cut + 1 :], f"restart: {cut}"
+
+
+async def _resumed(http: httpx.AsyncClient, cursor: str) -> list[dict[str, Any]]:
+    """The logged events /event sends after ``cursor``, up to the session going idle."""
+    async with http.stream("GET", "/event", headers={"Last-Event-ID": cursor}) as response:
+        frames = read_frames(response, until="session.idle")
+        assert (await anext(frames))["event"]["type"] == "server.connected"
+        return [f async for f in frames]

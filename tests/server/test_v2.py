@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from partwire.config import Settings
+from partwire.server.runner import serve_in_background
 from tests.reference import document, validate_schema
 
 CATALOG = [
@@ -247,10 +249,12 @@ async def test_messages_and_context_are_v2_projections(http: httpx.AsyncClient) 
     assert "list" in context[0]["summary"]
 
 
-async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
+async def test_the_v2_event_stream_validates_and_resumes_also_after_a_restart(
+    settings: Settings,
+) -> None:
     frames: list[tuple[str | None, dict[str, Any]]] = []
 
-    async def read(headers: dict[str, str], until: str) -> None:
+    async def read(server: str, headers: dict[str, str], until: str) -> None:
         async with httpx.AsyncClient(base_url=server, timeout=30) as stream_http:
             async with stream_http.stream("GET", "/api/event", headers=headers) as response:
                 assert response.headers["content-type"].startswith("text/event-stream")
@@ -264,38 +268,45 @@ async def test_the_v2_event_stream_validates_and_resumes(server: str) -> None:
                         if frames[-1][1]["type"] == until:
                             return
 
-    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
-        session_id = await new_session(http)
-        reader = asyncio.create_task(read({}, "session.idle"))
-        for _ in range(500):  # listening before the prompt
-            if frames:
-                break
-            await asyncio.sleep(0.02)
-        await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "list"}})
-        await asyncio.wait_for(reader, 20)
-    kinds = [f["type"] for _, f in frames]
-    assert kinds[0] == "server.connected"
-    # the session.next.* events ride along, deltas included (not numbered here)
-    assert {
-        "session.next.prompted", "session.next.step.started", "session.next.tool.called",
-        "session.next.tool.input.delta", "session.next.text.delta", "session.next.step.ended",
-    } <= set(kinds)  # fmt: skip
-    assert all("durable" not in f for _, f in frames)
-    assert {"message.updated", "message.part.updated", "session.status", "session.idle"} <= set(
-        kinds
-    )
-    for _, event in frames:
-        validate_schema({"$ref": "#/components/schemas/V2Event"}, event)
-        assert event["location"] == {"directory": frames[0][1]["location"]["directory"]}
-    # resume after the first part update: exactly what followed it
-    logged = [(i, f) for i, f in frames if i is not None]
-    cut = next(n for n, (_, f) in enumerate(logged) if f["type"] == "message.part.updated")
-    first_run = list(frames)
-    frames.clear()
-    await asyncio.wait_for(read({"Last-Event-ID": str(logged[cut][0])}, "session.idle"), 20)
-    resumed = [f for i, f in frames if i is not None]
-    assert resumed == [f for _, f in logged[cut + 1 :]]
-    assert len(first_run) > len(resumed)
+    async def resumed_after(server: str, cursor: str) -> list[dict[str, Any]]:
+        frames.clear()
+        await asyncio.wait_for(read(server, {"Last-Event-ID": cursor}, "session.idle"), 20)
+        return [f for i, f in frames if i is not None]
+
+    async with serve_in_background(settings) as server:
+        async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+            session_id = await new_session(http)
+            reader = asyncio.create_task(read(server, {}, "session.idle"))
+            for _ in range(500):  # listening before the prompt
+                if frames:
+                    break
+                await asyncio.sleep(0.02)
+            await http.post(f"/api/session/{session_id}/prompt", json={"prompt": {"text": "list"}})
+            await asyncio.wait_for(reader, 20)
+        first_run = list(frames)
+        kinds = [f["type"] for _, f in first_run]
+        assert kinds[0] == "server.connected"
+        # the session.next.* events ride along, deltas included (not numbered here)
+        assert {
+            "session.next.prompted", "session.next.step.started", "session.next.tool.called",
+            "session.next.tool.input.delta", "session.next.text.delta", "session.next.step.ended",
+        } <= set(kinds)  # fmt: skip
+        assert all("durable" not in f for _, f in first_run)
+        assert {"message.updated", "message.part.updated", "session.status", "session.idle"} <= set(
+            kinds
+        )
+        for _, event in first_run:
+            validate_schema({"$ref": "#/components/schemas/V2Event"}, event)
+            assert event["location"] == {"directory": first_run[0][1]["location"]["directory"]}
+        # resume after the first part update: exactly what followed it
+        logged = [(i, f) for i, f in first_run if i is not None]
+        cut = next(n for n, (_, f) in enumerate(logged) if f["type"] == "message.part.updated")
+        resumed = await resumed_after(server, str(logged[cut][0]))
+        assert resumed == [f for _, f in logged[cut + 1 :]]
+        assert len(first_run) > len(resumed)
+    # a new server on the same data dir: the cursor is a place in the log it keeps
+    async with serve_in_background(settings) as server:
+        assert await resumed_after(server, str(logged[cut][0])) == resumed
 
 
 async def test_an_always_answer_is_a_saved_permission(http: httpx.AsyncClient) -> None:

@@ -9,9 +9,10 @@ block's input streams as argument deltas and is complete at its ``content_block_
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from partwire.protocol.jsonread import JSONMap, as_map, int_of, map_of, text_of
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
@@ -41,28 +42,27 @@ class AnthropicConverter:
         self._open_step = False
 
     def feed(self, item: object) -> list[IngestEvent]:
-        if hasattr(item, "model_dump"):  # an SDK event object
-            item = item.model_dump(exclude_none=True)
-        if not isinstance(item, dict):
-            return []
-        kind = item.get("type")
+        event = as_map(item)  # a decoded JSON line, or an SDK event object
+        kind = event.get("type")
+        index = int_of(event, "index")
         if kind == "message_start":
-            return self._message_start(item.get("message") or {})
+            return self._message_start(map_of(event, "message"))
         if kind == "content_block_start":
-            return self._block_start(item.get("index", 0), item.get("content_block") or {})
+            return self._block_start(index, map_of(event, "content_block"))
         if kind == "content_block_delta":
-            return self._block_delta(item.get("index", 0), item.get("delta") or {})
+            return self._block_delta(index, map_of(event, "delta"))
         if kind == "content_block_stop":
-            return self._block_stop(item.get("index", 0))
+            return self._block_stop(index)
         if kind == "message_delta":
-            self._stop = (item.get("delta") or {}).get("stop_reason") or self._stop
-            self._usage.update(_ints(item.get("usage")))
+            self._stop = text_of(map_of(event, "delta"), "stop_reason") or self._stop
+            self._usage.update(_ints(map_of(event, "usage")))
             return []
         if kind == "message_stop":
             return self._finish_step()
         if kind == "error":
-            error = item.get("error") or {}
-            return [ingest.StreamError(message=str(error.get("message") or error or "error"))]
+            error = event.get("error")
+            message = text_of(error, "message") if isinstance(error, Mapping) else str(error or "")
+            return [ingest.StreamError(message=message or "error")]
         return []
 
     def end(self) -> list[IngestEvent]:
@@ -71,36 +71,36 @@ class AnthropicConverter:
             out += self._block_stop(index)
         return out + (self._finish_step() if self._open_step else [])
 
-    def _message_start(self, message: dict[str, Any]) -> list[IngestEvent]:
+    def _message_start(self, message: JSONMap) -> list[IngestEvent]:
         out = self._finish_step() if self._open_step else []
         self._open_step = True
-        self._usage = _ints(message.get("usage"))
+        self._usage = _ints(map_of(message, "usage"))
         self._stop = None
         return [*out, ingest.StepStart()]
 
-    def _block_start(self, index: int, block: dict[str, Any]) -> list[IngestEvent]:
+    def _block_start(self, index: int, block: JSONMap) -> list[IngestEvent]:
         out = [] if self._open_step else self._message_start({})
         kind = block.get("type")
         if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
             tool = self._tools[index] = _ToolBlock(str(block.get("id")), str(block.get("name")))
             out.append(ingest.ToolCallStart(call_id=tool.call_id, tool=tool.name))
             if block.get("input"):
-                tool.args.append(_json(block["input"]))
-        elif kind == "text" and block.get("text"):
-            out.append(ingest.TextDelta(delta=block["text"]))
-        elif kind == "thinking" and block.get("thinking"):
-            out.append(ingest.ReasoningDelta(delta=block["thinking"]))
+                tool.args.append(json.dumps(block["input"]))
+        elif kind == "text" and (text := text_of(block, "text")):
+            out.append(ingest.TextDelta(delta=text))
+        elif kind == "thinking" and (thinking := text_of(block, "thinking")):
+            out.append(ingest.ReasoningDelta(delta=thinking))
         return out
 
-    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[IngestEvent]:
+    def _block_delta(self, index: int, delta: JSONMap) -> list[IngestEvent]:
         kind = delta.get("type")
         if kind == "text_delta":
-            return [ingest.TextDelta(delta=str(delta.get("text", "")))]
+            return [ingest.TextDelta(delta=text_of(delta, "text"))]
         if kind == "thinking_delta":
-            return [ingest.ReasoningDelta(delta=str(delta.get("thinking", "")))]
+            return [ingest.ReasoningDelta(delta=text_of(delta, "thinking"))]
         tool = self._tools.get(index)
         if kind == "input_json_delta" and tool is not None:
-            chunk = str(delta.get("partial_json", ""))
+            chunk = text_of(delta, "partial_json")
             tool.args.append(chunk)
             return [ingest.ToolArgsDelta(call_id=tool.call_id, delta=chunk)] if chunk else []
         return []
@@ -129,11 +129,5 @@ class AnthropicConverter:
         return [ingest.StepFinish(tokens=tokens, reason=reason)]
 
 
-def _ints(raw: Any) -> dict[str, int]:
-    if not isinstance(raw, dict):
-        return {}
+def _ints(raw: JSONMap) -> dict[str, int]:
     return {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)

@@ -10,10 +10,12 @@ the sub-agent's work shows as its Task tool call and result.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from partwire.protocol.converters.anthropic import AnthropicConverter
+from partwire.protocol.jsonread import JSONMap, as_map, list_of, map_of, text_of
 from partwire.schema import ingest
+from partwire.schema.base import JSON
 from partwire.schema.ingest import IngestEvent
 
 
@@ -23,40 +25,41 @@ class ClaudeCodeConverter:
         self._streamed: set[str] = set()  # message ids whose stream events were seen
 
     def feed(self, item: object) -> list[IngestEvent]:
-        if not isinstance(item, dict) or item.get("parent_tool_use_id"):
+        line = as_map(item)
+        if line.get("parent_tool_use_id"):
             return []
-        kind = item.get("type")
+        kind = line.get("type")
         if kind == "stream_event":
-            event = item.get("event") or {}
+            event = map_of(line, "event")
             if event.get("type") == "message_start":
-                self._streamed.add(str((event.get("message") or {}).get("id")))
+                self._streamed.add(str(map_of(event, "message").get("id")))
             return self._stream.feed(event)
         if kind == "assistant":
-            return self._whole(item.get("message") or {})
+            return self._whole(map_of(line, "message"))
         if kind == "user":
-            return self._results(item.get("message") or {})
-        if kind == "result" and item.get("is_error"):
-            detail = item.get("result") or item.get("subtype") or "Claude Code failed"
-            return [*self._stream.end(), ingest.StreamError(message=str(detail))]
+            return self._results(map_of(line, "message"))
+        if kind == "result" and line.get("is_error"):
+            detail = text_of(line, "result") or text_of(line, "subtype") or "Claude Code failed"
+            return [*self._stream.end(), ingest.StreamError(message=detail)]
         return []
 
     def end(self) -> list[IngestEvent]:
         return self._stream.end()
 
-    def _whole(self, message: dict[str, Any]) -> list[IngestEvent]:
+    def _whole(self, message: JSONMap) -> list[IngestEvent]:
         if str(message.get("id")) in self._streamed:
             return []
-        events: list[dict[str, Any]] = [
+        events: list[JSONMap] = [
             {"type": "message_start", "message": {"id": message.get("id"), "usage": {}}}
         ]
-        for index, block in enumerate(message.get("content") or ()):
+        for index, block in enumerate(list_of(message, "content")):
             events.append({"type": "content_block_start", "index": index, "content_block": block})
             events.append({"type": "content_block_stop", "index": index})
         events.append(
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": message.get("stop_reason")},
-                "usage": message.get("usage") or {},
+                "usage": map_of(message, "usage"),
             }
         )
         events.append({"type": "message_stop"})
@@ -65,13 +68,10 @@ class ClaudeCodeConverter:
             out += self._stream.feed(event)
         return out
 
-    def _results(self, message: dict[str, Any]) -> list[IngestEvent]:
-        content = message.get("content")
-        if not isinstance(content, list):
-            return []
+    def _results(self, message: JSONMap) -> list[IngestEvent]:
         out: list[IngestEvent] = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
+        for block in list_of(message, "content"):
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
                 out.append(
                     ingest.ToolResult(
                         call_id=str(block.get("tool_use_id")),
@@ -82,9 +82,9 @@ class ClaudeCodeConverter:
         return out
 
 
-def _text(content: Any) -> str:
+def _text(content: JSON) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+        return "\n".join(text_of(block, "text") for block in content if isinstance(block, Mapping))
     return "" if content is None else str(content)

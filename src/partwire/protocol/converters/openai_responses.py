@@ -7,8 +7,7 @@ arguments and are complete at their ``response.output_item.done``.
 
 from __future__ import annotations
 
-from typing import Any
-
+from partwire.protocol.jsonread import JSONMap, as_map, int_of, map_of, text_of
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
@@ -25,31 +24,29 @@ class OpenAIResponsesConverter:
         self._called = False
 
     def feed(self, item: object) -> list[IngestEvent]:
-        if hasattr(item, "model_dump"):  # an SDK event object
-            item = item.model_dump(exclude_none=True)
-        if not isinstance(item, dict):
-            return []
-        kind = str(item.get("type", ""))
+        item = as_map(item)  # a decoded JSON line, or an SDK event object
+        kind = text_of(item, "type")
         opens = kind == "response.created" or kind in TEXT or kind in REASONING
         out = self._step() if opens and not self._open_step else []
         if kind == "response.output_item.added" and not self._open_step:
             out = self._step()
-        if kind in TEXT and item.get("delta"):
-            out.append(ingest.TextDelta(delta=str(item["delta"])))
-        elif kind in REASONING and item.get("delta"):
-            out.append(ingest.ReasoningDelta(delta=str(item["delta"])))
+        delta = text_of(item, "delta")
+        if kind in TEXT and delta:
+            out.append(ingest.TextDelta(delta=delta))
+        elif kind in REASONING and delta:
+            out.append(ingest.ReasoningDelta(delta=delta))
         elif kind == "response.output_item.added":
-            out += self._call_added(item.get("item") or {})
+            out += self._call_added(map_of(item, "item"))
         elif kind == "response.function_call_arguments.delta":
             call_id = self._calls.get(str(item.get("item_id")))
-            if call_id is not None and item.get("delta"):
-                out.append(ingest.ToolArgsDelta(call_id=call_id, delta=str(item["delta"])))
+            if call_id is not None and delta:
+                out.append(ingest.ToolArgsDelta(call_id=call_id, delta=delta))
         elif kind == "response.output_item.done":
-            out += self._call_done(item.get("item") or {})
+            out += self._call_done(map_of(item, "item"))
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
-            out += self._finish(item.get("response") or {}, kind)
+            out += self._finish(map_of(item, "response"), kind)
         elif kind == "error":
-            out.append(ingest.StreamError(message=str(item.get("message") or "error")))
+            out.append(ingest.StreamError(message=text_of(item, "message") or "error"))
         return out
 
     def end(self) -> list[IngestEvent]:
@@ -62,7 +59,7 @@ class OpenAIResponsesConverter:
         self._open_step, self._called = True, False
         return [ingest.StepStart()]
 
-    def _call_added(self, item: dict[str, Any]) -> list[IngestEvent]:
+    def _call_added(self, item: JSONMap) -> list[IngestEvent]:
         if item.get("type") != "function_call":
             return []
         call_id = str(item.get("call_id") or item.get("id"))
@@ -70,32 +67,31 @@ class OpenAIResponsesConverter:
         self._called = True
         return [ingest.ToolCallStart(call_id=call_id, tool=str(item.get("name")))]
 
-    def _call_done(self, item: dict[str, Any]) -> list[IngestEvent]:
+    def _call_done(self, item: JSONMap) -> list[IngestEvent]:
         if item.get("type") != "function_call":
             return []
         call_id = str(item.get("call_id") or item.get("id"))
         out = [] if call_id in self._calls.values() else self._call_added(item)
         self._done.add(call_id)
-        args = str(item.get("arguments") or "{}")
+        args = text_of(item, "arguments") or "{}"
         return [*out, ingest.ToolCall(call_id=call_id, tool=str(item.get("name")), input=args)]
 
-    def _finish(self, response: dict[str, Any], kind: str) -> list[IngestEvent]:
+    def _finish(self, response: JSONMap, kind: str) -> list[IngestEvent]:
         out: list[IngestEvent] = []
         if kind == "response.failed":
-            error = response.get("error") or {}
-            out.append(ingest.StreamError(message=str(error.get("message") or "response failed")))
-        usage = response.get("usage") or {}
-        details = usage.get("output_tokens_details") or {}
-        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens", 0)
+            message = text_of(map_of(response, "error"), "message")
+            out.append(ingest.StreamError(message=message or "response failed"))
+        usage = map_of(response, "usage")
+        total = usage.get("total_tokens")
         tokens = Tokens(
-            total=usage.get("total_tokens"),
-            input=usage.get("input_tokens", 0),
-            output=usage.get("output_tokens", 0),
-            reasoning=details.get("reasoning_tokens", 0),
-            cache=Tokens.Cache(read=cached or 0),
+            total=total if isinstance(total, int) else None,
+            input=int_of(usage, "input_tokens"),
+            output=int_of(usage, "output_tokens"),
+            reasoning=int_of(map_of(usage, "output_tokens_details"), "reasoning_tokens"),
+            cache=Tokens.Cache(read=int_of(map_of(usage, "input_tokens_details"), "cached_tokens")),
         )
         reason = "tool-calls" if self._called else "stop"
-        incomplete = (response.get("incomplete_details") or {}).get("reason")
+        incomplete = map_of(response, "incomplete_details").get("reason")
         if kind == "response.incomplete":
             reason = "length" if incomplete == "max_output_tokens" else "content-filter"
         self._open_step = False

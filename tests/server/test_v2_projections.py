@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
+from partwire.server import v2_projections
 from partwire.server.cursor import SESSION_PAGE
 from partwire.server.routes.v2_sessions import durable_history
 from tests.session.helpers import new_session
@@ -78,3 +81,19 @@ async def test_a_page_behind_the_kept_projection_folds_from_the_start(runtime: R
     grown, _ = await durable_history(runtime, session, after=len(whole) - 1)
     assert grown[0] == whole[-1] and len(grown) > 1
     assert [e["durable"]["seq"] for e in grown] == list(range(len(whole), len(whole) + len(grown)))  # type: ignore[index]
+
+
+async def test_a_page_further_back_starts_from_the_mark_before_it(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(v2_projections, "MARK_EVERY", 50)
+    session_id = await _long_session(runtime)
+    session = await runtime.store.get_session(session_id)
+    reads = _count_reads(runtime)
+    whole, _ = await durable_history(runtime, session)
+    logged = sum(reads)
+    for after in (430, 120, 260, 3):  # back and forth: each from the mark before it
+        reads.clear()
+        page, _ = await durable_history(runtime, session, after=after, limit=10)
+        assert page[:10] == whole[after : after + 10], after
+        assert sum(reads) <= 2 * SESSION_PAGE < logged, after

@@ -50,5 +50,10 @@ class SentText:
         self._pieces[part_id] = [whole]
         return whole[len(sent) :]
 
+    def copy(self) -> SentText:
+        twin = SentText()
+        twin._pieces = {part_id: list(pieces) for part_id, pieces in self._pieces.items()}
+        return twin
+
     def forget(self, part_id: str) -> None:
         self._pieces.pop(part_id, None)

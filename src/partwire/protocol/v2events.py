@@ -82,6 +82,26 @@ class DurableEvents:
         self._kinds: dict[str, str] = {}  # text/reasoning part id → which
         self._raw = SentText()  # a pending call's arguments so far
 
+    def copy(self) -> DurableEvents:
+        """A projection at the same point that folds on apart from this one (the parts it
+        keeps are shared: they are never changed, only replaced)."""
+        twin = DurableEvents(self.session_id, self.location["directory"], live=self.live)
+        seen = self._seen
+        twin.seq = self.seq
+        twin._seen = _Seen(
+            dict(seen.messages),
+            set(seen.ended),
+            set(seen.prompted),
+            dict(seen.compactions),
+            set(seen.parts),
+            set(seen.closed),
+            dict(seen.calls),
+        )
+        twin._user_parts = {key: list(parts) for key, parts in self._user_parts.items()}
+        twin._kinds = dict(self._kinds)
+        twin._raw = self._raw.copy()
+        return twin
+
     def durable(self, event: Event) -> list[JSONObject]:
         if event.session_id != self.session_id:
             return []

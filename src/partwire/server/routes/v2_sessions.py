@@ -438,6 +438,7 @@ async def durable_history(
         ):
             folded.tail = folded.projection.durable(event)
             folded.through = event.id
+            kept.passed(session.id, folded)
             made += [d for d in folded.tail if seq_of(d) > after]
             if limit is not None and len(made) > limit:
                 break

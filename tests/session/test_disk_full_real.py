@@ -20,8 +20,17 @@ from partwire.errors import StorageError
 from partwire.runtime import Runtime
 from partwire.schema.message import AssistantWithParts
 from partwire.schema.part import TextPart
+from partwire.storage import health
 from tests.scripted import ScriptedModel, text_reply
 from tests.session.helpers import new_session, prompt_body
+
+BUSY_S = 1.0  # the busy timeout these tests run with (5 s by default): they wait it out
+
+
+@pytest.fixture(autouse=True)
+def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set before the runtime fixture opens the store (autouse fixtures come first)."""
+    monkeypatch.setattr(health, "BUSY_TIMEOUT_MS", int(BUSY_S * 1000))
 
 
 @contextlib.contextmanager
@@ -116,7 +125,7 @@ async def test_a_write_lock_held_elsewhere_ends_the_message_with_its_name(
     sid, answer = await _long_answer(runtime, model)
     holder = _hold_write_lock(runtime)
     try:
-        await asyncio.sleep(6.5)  # past the 5 s busy timeout
+        await asyncio.sleep(BUSY_S * 1.3)  # past the busy timeout
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -143,7 +152,7 @@ async def test_a_write_lock_held_for_good_still_ends_the_message_for_clients(
     seen: list[str] = []
     try:
         ended = False
-        for _ in range(400):  # the busy timeout (5 s) twice over, and some
+        for _ in range(400):  # the busy timeout twice over, and some (20 s at most)
             await asyncio.sleep(0.05)
             for event in sub.drain():
                 info = getattr(event.properties, "info", None)

@@ -161,7 +161,7 @@ async def test_a_retry_shows_its_notice_and_a_countdown_in_the_status(page: Page
 
 @pytest.mark.parametrize("delay_ms", [10])
 async def test_the_view_follows_until_scrolled_up_then_offers_a_jump(page: Page) -> None:
-    await send(page, "long 1500")
+    await send(page, "long 900")  # at 10 ms a delta: 6 s still to stream at w300
     conversation = page.get_by_test_id("conversation")
     await expect(assistant_text(page)).to_contain_text("w300", timeout=10_000)
     at_bottom = "el => el.scrollHeight - el.scrollTop - el.clientHeight < 48"

@@ -14,6 +14,9 @@ from pathlib import Path
 from partwire.errors import StorageError
 from partwire.storage.migrations import LATEST_VERSION
 
+# how long a write waits for another connection's write lock before it fails
+BUSY_TIMEOUT_MS = 5000
+
 
 def explain(path: Path, exc: BaseException) -> StorageError:
     """A sqlite3 or OS error met while using ``path``, as an error a person can act on."""
@@ -29,8 +32,9 @@ def explain(path: Path, exc: BaseException) -> StorageError:
         )
     elif isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         advice = (
-            "it is locked by another process, which held its write lock longer than 5 s "
-            "(an sqlite3 shell or a backup tool?): let it go, then retry"
+            "it is locked by another process, which held its write lock longer than "
+            f"{BUSY_TIMEOUT_MS / 1000:g} s (an sqlite3 shell or a backup tool?): let it go, "
+            "then retry"
         )
     elif isinstance(exc, sqlite3.DatabaseError) and "readonly" in text:
         advice = "it is read-only: fix its permissions or set PARTWIRE_DATA_DIR elsewhere"

@@ -27,6 +27,7 @@ from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session
+from partwire.storage import health
 from partwire.storage.base import EventLogGap
 from partwire.storage.connection import Conn
 from partwire.storage.health import (
@@ -77,7 +78,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute(f"PRAGMA busy_timeout={health.BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys=ON")
     # Python's sqlite3 in autocommit mode; `with conn` needs a manual BEGIN.
     conn.isolation_level = "DEFERRED"

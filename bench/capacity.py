@@ -133,7 +133,7 @@ async def _watch_one(url: str, session: str, received: dict[str, int], ready: as
     reader, writer = await asyncio.open_connection(host, int(port))
     frames = _EventReader()
     try:
-        request = f"GET /session/{session}/stream HTTP/1.1\r\nHost: {host}\r\n\r\n"
+        request = f"GET /session/{session}/stream?parts=partwire HTTP/1.1\r\nHost: {host}\r\n\r\n"
         writer.write(request.encode())
         await writer.drain()
         while not any(line.startswith(b"event: reset") for line in frames.lines):

@@ -110,7 +110,7 @@ def _stall(port: int, transport: str, sid: str, cursor: str) -> socket.socket:
     if transport == "event":
         return _http(port, f"GET /event HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n\r\n")
     if transport == "frames":
-        path = f"/session/{sid}/stream"
+        path = f"/session/{sid}/stream?parts=partwire"
         return _http(port, f"GET {path} HTTP/1.1\r\n{host}Last-Event-ID: {cursor}\r\n\r\n")
     if transport == "aisdk":
         path = f"/ui/chat/{sid}/stream"

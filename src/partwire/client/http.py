@@ -496,7 +496,7 @@ class PartwireClient:
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         timeout = httpx.Timeout(None, connect=10.0)
-        path = f"/session/{session_id}/stream"
+        path = f"/session/{session_id}/stream?parts=partwire"
         async with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
             _raise_for(response)
             data: list[str] = []

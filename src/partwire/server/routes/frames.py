@@ -1,5 +1,9 @@
 """GET /session/{id}/stream: one session as part frames over SSE, resumable.
 
+Two shapes of the same frames: seed 003's (the default; ``protocol.seedframes``: the SSE
+event names the frame and ``data.type`` is the part's type) and partwire's own
+(``?parts=partwire``: every part kind, whole, with the frame's kind in ``type``).
+
 Without a cursor the stream opens with ``reset`` and the session's stored messages as
 frames, then goes on live. Every live frame has the id ``<event id>:<n>``, the n-th frame
 made from that event; ``Last-Event-ID`` (or ``?lastEventID=``) resumes after exactly that
@@ -10,13 +14,15 @@ so that part numbers match; when the log no longer holds it, the stream starts o
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from partwire.bus import Subscription
+from partwire.errors import BadRequestError
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
@@ -40,31 +46,63 @@ router = APIRouter(tags=["session"])
 HISTORY_TYPES = [*FRAME_EVENTS, "session.created"]
 
 
-def sse(frames: list[Frame], event: Event | None, *, first: int = 0) -> str:
-    """Frames as SSE messages; made from a logged ``event``, each carries its cursor."""
+class Shape(Protocol):
+    def messages(self, frames: list[Frame]) -> list[str]:
+        """One SSE message (``event:`` and ``data:`` lines) per item the frames make."""
+        ...
+
+
+class PartwireShape:
+    def messages(self, frames: list[Frame]) -> list[str]:
+        return [f"event: {frame.type}\ndata: {frame.wire_json()}\n\n" for frame in frames]
+
+
+class SeedShape:
+    def __init__(self) -> None:
+        from partwire.protocol.seedframes import SeedFrames
+
+        self.seed = SeedFrames()
+
+    def messages(self, frames: list[Frame]) -> list[str]:
+        return [
+            f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+            for name, data in self.seed.fold(frames)
+        ]
+
+
+def shape_of(parts: str | None) -> Shape:
+    if parts in (None, "", "seed"):
+        return SeedShape()
+    if parts == "partwire":
+        return PartwireShape()
+    raise BadRequestError(f"parts {parts!r} is not seed or partwire", field="parts", kind="Query")
+
+
+def sse(messages: list[str], event: Event | None, *, first: int = 0) -> str:
+    """SSE messages; made from a logged ``event``, each carries its cursor."""
     out = []
-    for n, frame in enumerate(frames):
+    for n, message in enumerate(messages):
         if n < first:
             continue
         cursor = item_id(event, n) if event is not None else None
-        head = f"id: {cursor}\n" if cursor is not None else ""
-        out.append(f"{head}event: {frame.type}\ndata: {frame.wire_json()}\n\n")
+        out.append(f"id: {cursor}\n{message}" if cursor is not None else message)
     return "".join(out)
 
 
-async def _snapshot(runtime: Runtime, frames: SessionFrames, reason: str) -> tuple[str, str | None]:
+async def _snapshot(
+    runtime: Runtime, frames: SessionFrames, shape: Shape, reason: str
+) -> tuple[str, str | None]:
     messages, last = await runtime.store.snapshot_messages(frames.session_id)
-    made = frames.snapshot(messages, reason)
-    body = sse(made[:-1], None)
+    made = shape.messages(frames.snapshot(messages, reason))
     if last is None:
-        return body + sse(made[-1:], None), None
+        return "".join(made), None
     # the last frame of a snapshot names the event it reflects: resuming from there
     # replays only what came after it
-    return body + f"id: {last}\nevent: {made[-1].type}\ndata: {made[-1].wire_json()}\n\n", last
+    return "".join(made[:-1]) + f"id: {last}\n{made[-1]}", last
 
 
 async def _resume(
-    runtime: Runtime, frames: SessionFrames, cursor: str
+    runtime: Runtime, frames: SessionFrames, shape: Shape, cursor: str
 ) -> AsyncIterator[tuple[str, str]]:
     """(SSE text, id to go on from) for the history after ``cursor``, the session's events
     up to it folded in first so that part numbers match; EventLogGap when the log cannot
@@ -81,7 +119,7 @@ async def _resume(
         if step.event is None:
             yield "", step.place
             continue
-        made = frames.frames(step.event)
+        made = shape.messages(frames.frames(step.event))
         if step.send_from is not None:
             yield sse(made, step.event, first=step.send_from), step.place
 
@@ -92,26 +130,31 @@ async def stream_frames(
     session_id: str,
     cursor: str | None,
     client: str,
+    shape: Shape,
 ) -> AsyncIterator[str]:
     from partwire.protocol.partframes import SessionFrames
 
     frames = SessionFrames(session_id)
     try:
         with counted(runtime, client):
-            async for text in _frames(runtime, subscription, frames, cursor):
+            async for text in _frames(runtime, subscription, frames, shape, cursor):
                 yield text
     finally:
         subscription.close()
 
 
 async def _frames(
-    runtime: Runtime, subscription: Subscription, frames: SessionFrames, cursor: str | None
+    runtime: Runtime,
+    subscription: Subscription,
+    frames: SessionFrames,
+    shape: Shape,
+    cursor: str | None,
 ) -> AsyncIterator[str]:
     sent: str | None = None
     resumed = False
     if cursor:
         try:
-            async for text, went_to in _resume(runtime, frames, cursor):
+            async for text, went_to in _resume(runtime, frames, shape, cursor):
                 sent = went_to
                 if text:
                     yield text
@@ -120,20 +163,24 @@ async def _frames(
             resumed = False
     if not resumed:
         reason = "start" if not cursor else f"cannot resume from {cursor}: starting over"
-        text, sent = await _snapshot(runtime, frames, reason)
+        text, sent = await _snapshot(runtime, frames, shape, reason)
         yield text
-    async for text in _live(runtime, subscription, frames, sent):
+    async for text in _live(runtime, subscription, frames, shape, sent):
         yield text
 
 
 async def _live(
-    runtime: Runtime, subscription: Subscription, frames: SessionFrames, sent: str | None
+    runtime: Runtime,
+    subscription: Subscription,
+    frames: SessionFrames,
+    shape: Shape,
+    sent: str | None,
 ) -> AsyncIterator[str]:
     async for batch in live(subscription, runtime.settings.heartbeat_s, sent):
         if batch is None:
             yield ": heartbeat\n\n"
             continue
-        if text := "".join(sse(frames.frames(e), e) for e in batch):
+        if text := "".join(sse(shape.messages(frames.frames(e)), e) for e in batch):
             yield text
     # closed (shutdown) or too far behind: the client resumes from its cursor
 
@@ -143,7 +190,10 @@ async def _live(
     summary="One session as part frames (SSE, resumable)",
     operation_id="session.stream",
 )
-async def stream(request: Request, sessionID: str) -> StreamingResponse:
+async def stream(request: Request, sessionID: str, parts: str | None = None) -> StreamingResponse:
+    """``parts``: ``seed`` (default: seed 003's frames, as its frontend reads them) or
+    ``partwire`` (every part kind, whole)."""
+    shape = shape_of(parts)
     runtime = runtime_of(request)
     await runtime.store.get_session(sessionID)  # 404 for an unknown session
     client = request.client.host if request.client else "?"
@@ -152,7 +202,7 @@ async def stream(request: Request, sessionID: str) -> StreamingResponse:
     subscription = runtime.bus.subscribe(*FRAME_EVENTS, session_id=sessionID)
     cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
-        stream_frames(runtime, subscription, sessionID, cursor, client),
+        stream_frames(runtime, subscription, sessionID, cursor, client, shape),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )

@@ -1,0 +1,269 @@
+"""Part frames as seed 003's frontend reads them: a pure fold over partwire's own frames.
+
+The seed's frontend switches on the SSE event's name and reads the data as the part's
+fields::
+
+    case "part_start":    message.parts[data.partIndex] = { type: data.type, ...data.initialData }
+    case "part_delta":    part.text += data.delta   (text)
+                          part.args = JSON.parse(part.argsText + data.argsDelta)   (tool-call)
+    case "part_complete": message.parts[data.partIndex] = data.part
+
+so every frame here is ``(name, data)`` and ``data.type`` is the *part's* type. Parts are
+the seed's (the AI SDK's) kinds:
+
+- text and reasoning → ``text`` / ``reasoning`` parts, ``{type, text}``, their text
+  streamed as ``delta``;
+- a tool call → a ``tool-call`` part ``{type, toolCallId, toolName, args}``. The seed's
+  frontend parses ``argsText + argsDelta`` and never grows ``argsText`` (it starts as
+  ``""``), so each ``argsDelta`` here is the arguments so far, whole: sent while they
+  stream whenever what has arrived parses as JSON, and once more when they are complete;
+- its result → a ``tool-result`` part right after it is known, at the next free index:
+  ``{type, toolCallId, toolName, result, isError}``;
+- partwire's other parts (steps, files, patches, snapshots, agents, subtasks, retries,
+  compaction) have no seed kind and are left out (``?parts=partwire`` has them all).
+
+``message_complete`` carries ``{id, role, content, parts}`` with ``content`` built as the
+seed's ``build()`` builds it: the text parts joined, each tool result as
+``"\\n\\nTool result: <result>\\n"``, stripped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from partwire.schema.base import JSON, JSONObject
+from partwire.schema.frames import (
+    Frame,
+    MessageComplete,
+    MessageStart,
+    PartComplete,
+    PartDelta,
+    PartStart,
+    PartUpdate,
+    StreamReset,
+)
+from partwire.schema.message import MessageWithParts
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
+
+SeedFrame = tuple[str, JSONObject]  # the SSE event's name, and its data
+
+
+def seed_parts(part: Part) -> list[JSONObject]:
+    """The seed parts a finished partwire part stands for (none for kinds it lacks)."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return [{"type": part.type, "text": part.text}]
+    if not isinstance(part, ToolPart):
+        return []
+    call: JSONObject = {
+        "type": "tool-call",
+        "toolCallId": part.call_id,
+        "toolName": part.tool,
+        "args": _arguments(part),
+    }
+    result = _result(part)
+    return [call] if result is None else [call, result]
+
+
+def seed_message(message: MessageWithParts) -> JSONObject:
+    """A stored message as the seed's ``build()`` returns it."""
+    parts = [seed for part in message.parts for seed in seed_parts(part)]
+    return {
+        "id": message.info.id,
+        "role": message.info.role,
+        "content": seed_content(parts),
+        "parts": parts,
+    }
+
+
+def seed_content(parts: list[JSONObject]) -> str:
+    content = ""
+    for part in parts:
+        if part["type"] == "text":
+            content += str(part["text"])
+        elif part["type"] == "tool-result":
+            content += f"\n\nTool result: {part['result']}\n"
+    return content.strip()
+
+
+def _arguments(part: ToolPart) -> JSON:
+    state = part.state
+    if isinstance(state, ToolStatePending) and not state.input:
+        return _parsed(state.raw) or {}
+    return state.input
+
+
+def _result(part: ToolPart) -> JSONObject | None:
+    state = part.state
+    if isinstance(state, ToolStateCompleted):
+        output, failed = state.output, False
+    elif isinstance(state, ToolStateError):
+        output, failed = state.error, True
+    else:
+        return None
+    return {
+        "type": "tool-result",
+        "toolCallId": part.call_id,
+        "toolName": part.tool,
+        "result": output,
+        "isError": failed,
+    }
+
+
+def _parsed(raw: str) -> JSONObject | None:
+    """``raw`` as a JSON object, or None while it does not parse (yet)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class _Message:
+    role: str
+    indexes: dict[int, int] = field(default_factory=dict)  # partwire index → seed index
+    results: set[int] = field(default_factory=set)  # partwire indexes whose result is sent
+    args: dict[int, str] = field(default_factory=dict)  # the arguments last sent, as JSON
+    raw: dict[int, str] = field(default_factory=dict)  # a pending call's raw arguments
+    done: dict[int, JSONObject] = field(default_factory=dict)  # seed index → final part
+    count: int = 0  # seed parts started
+
+
+class SeedFrames:
+    """partwire frames (one session's, in order) → seed 003 frames."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, _Message] = {}
+
+    def fold(self, frames: list[Frame]) -> list[SeedFrame]:
+        out: list[SeedFrame] = []
+        for frame in frames:
+            out += self._one(frame)
+        return out
+
+    def _one(self, frame: Frame) -> list[SeedFrame]:
+        match frame:
+            case StreamReset():
+                self._messages.clear()
+                return [("reset", {"reason": frame.reason})]
+            case MessageStart():
+                self._messages[frame.message_id] = _Message(frame.role)
+                return [("message_start", {"messageId": frame.message_id, "role": frame.role})]
+            case MessageComplete():
+                return self._complete(frame)
+        message = self._messages.get(frame.message_id)
+        if message is None:
+            return []
+        match frame:
+            case PartStart():
+                return self._start(frame.message_id, message, frame.part_index, frame.part)
+            case PartDelta():
+                return self._delta(frame, message)
+            case PartUpdate():
+                return self._arguments(frame.message_id, message, frame.part_index, frame.part)
+            case PartComplete():
+                return self._end(frame.message_id, message, frame.part_index, frame.part)
+        return []
+
+    def _start(self, message_id: str, message: _Message, index: int, part: Part) -> list[SeedFrame]:
+        if isinstance(part, TextPart | ReasoningPart):
+            initial: JSONObject = {"text": part.text}
+        elif isinstance(part, ToolPart):
+            initial = {
+                "toolCallId": part.call_id,
+                "toolName": part.tool,
+                "argsText": "",
+                "args": {},
+            }
+            if isinstance(part.state, ToolStatePending):
+                message.raw[index] = part.state.raw
+        else:
+            return []
+        seed_type = "tool-call" if isinstance(part, ToolPart) else part.type
+        message.indexes[index] = at = self._next(message)
+        start: SeedFrame = (
+            "part_start",
+            {"messageId": message_id, "partIndex": at, "type": seed_type, "initialData": initial},
+        )
+        return [start, *self._arguments(message_id, message, index, part)]
+
+    def _delta(self, frame: PartDelta, message: _Message) -> list[SeedFrame]:
+        at = message.indexes.get(frame.part_index)
+        if at is None:
+            return []
+        head: JSONObject = {"messageId": frame.message_id, "partIndex": at}
+        if frame.delta is not None:
+            return [("part_delta", {**head, "delta": frame.delta})]
+        raw = message.raw.get(frame.part_index, "") + (frame.args_delta or "")
+        message.raw[frame.part_index] = raw
+        return self._send_arguments(frame.message_id, message, frame.part_index, _parsed(raw))
+
+    def _arguments(
+        self, message_id: str, message: _Message, index: int, part: Part
+    ) -> list[SeedFrame]:
+        """The call's arguments, when they parse and differ from those last sent."""
+        if not isinstance(part, ToolPart):
+            return []
+        state = part.state
+        if isinstance(state, ToolStatePending) and not state.input:
+            return self._send_arguments(message_id, message, index, _parsed(state.raw))
+        return self._send_arguments(message_id, message, index, state.input)
+
+    def _send_arguments(
+        self, message_id: str, message: _Message, index: int, arguments: JSONObject | None
+    ) -> list[SeedFrame]:
+        at = message.indexes.get(index)
+        if arguments is None or at is None:
+            return []
+        whole = json.dumps(arguments, separators=(",", ":"))
+        if message.args.get(index) == whole:
+            return []
+        message.args[index] = whole
+        return [("part_delta", {"messageId": message_id, "partIndex": at, "argsDelta": whole})]
+
+    def _end(self, message_id: str, message: _Message, index: int, part: Part) -> list[SeedFrame]:
+        out: list[SeedFrame] = []
+        if index not in message.indexes:
+            out += self._start(message_id, message, index, part)
+        at = message.indexes.get(index)
+        seeds = seed_parts(part)
+        if at is None or not seeds:
+            return out
+        out += self._arguments(message_id, message, index, part)
+        message.done[at] = seeds[0]
+        out.append(("part_complete", {"messageId": message_id, "partIndex": at, "part": seeds[0]}))
+        if len(seeds) > 1 and index not in message.results:
+            message.results.add(index)
+            result = seeds[1]
+            after = self._next(message)
+            initial = {k: v for k, v in result.items() if k != "type"}
+            head: JSONObject = {"messageId": message_id, "partIndex": after}
+            message.done[after] = result
+            out.append(("part_start", {**head, "type": "tool-result", "initialData": initial}))
+            out.append(("part_complete", {**head, "part": result}))
+        return out
+
+    def _complete(self, frame: MessageComplete) -> list[SeedFrame]:
+        """The message as built, its parts in the order the client got them (a result
+        takes the next free index when it comes: after a parallel call, not beside its
+        own)."""
+        built = frame.message
+        followed = self._messages.get(built.id)
+        if followed is not None and len(followed.done) == followed.count:
+            parts = [followed.done[at] for at in sorted(followed.done)]
+        else:
+            parts = [seed for part in built.parts for seed in seed_parts(part)]
+        message: JSONObject = {
+            "id": built.id,
+            "role": built.role,
+            "content": seed_content(parts),
+            "parts": parts,
+        }
+        return [("message_complete", {"message": message})]
+
+    @staticmethod
+    def _next(message: _Message) -> int:
+        message.count += 1
+        return message.count - 1

@@ -39,7 +39,7 @@ def test_text_streams_into_one_part_and_ends_when_another_part_begins() -> None:
     built = b.build()
     assert [p.type for p in built.parts] == ["text", "tool", "text"]
     assert [getattr(p, "text", None) for p in built.parts] == ["Hello", None, "Done."]
-    assert built.content == "Hello\n\n[read] print(1)\n\nDone."
+    assert built.content == "Hello\n\nTool result: print(1)\nDone."  # as the seed builds it
     assert all(p.session_id == "ses_1" and p.message_id == "msg_1" for p in built.parts)
 
 
@@ -68,7 +68,7 @@ def test_an_error_result_ends_the_call_in_error() -> None:
     b.add_tool_result("c1", "exit 1", is_error=True)
     part = b.build().parts[0]
     assert part.state.status == "error" and part.state.error == "exit 1"  # type: ignore[union-attr]
-    assert b.build().content == "[bash error] exit 1"
+    assert b.build().content == "Tool result: exit 1"
 
 
 def test_steps_add_tokens_and_cost_to_the_message() -> None:
@@ -447,3 +447,53 @@ def test_add_part_takes_a_whole_part_made_elsewhere_and_refuses_the_others() -> 
     step = StepStartPart(id="prt_y", session_id="ses_1", message_id="msg_1")
     with pytest.raises(BuilderError, match="its own calls"):
         b.add_part(step)
+
+
+@dataclass
+class _SeedToolCall:  # seed 003's ToolCallPart, as a caller's own class
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+def test_the_seeds_builder_surface_builds_the_seeds_message() -> None:
+    """Seed 003's calls, as its XAgent makes them, on the one lifecycle."""
+    b = StreamingMessageBuilder("msg_123", "assistant")
+    assert (b.current_part_index, b.current_text, b.parts) == (-1, "", [])
+    b.add_text_delta("Let me check ")
+    b.add_text_delta("the weather for you.\n")
+    assert b.current_text == "Let me check the weather for you.\n"
+    assert _types(b.finalize_text_part()) == ["part_complete"]
+    assert (b.current_text, b.current_part_index) == ("", 0)
+    assert b.finalize_text_part() == []  # nothing streaming: nothing to end
+    call = {"type": "tool-call", "toolCallId": "call_456", "toolName": "getWeather", "args": {}}
+    b.add_tool_call({**call, "args": {"city": "Tokyo"}})
+    assert b.current_part_index == 1 and b.parts[1].state.status == "running"  # type: ignore[union-attr]
+    b.add_tool_result({"type": "tool-result", "toolCallId": "call_456", "result": {"f": 72}})
+    b.add_tool_call(_SeedToolCall("call_789", "getWeather", {"city": "Oslo"}))
+    b.add_tool_result({"toolCallId": "call_789", "result": "no data", "isError": True})
+    b.add_text_delta("The weather in Tokyo is 72°F and sunny.")
+    message = b.build()
+    assert [p.type for p in message.parts] == ["text", "tool", "tool", "text"]
+    tokyo, oslo = message.parts[1], message.parts[2]
+    assert tokyo.state.input == {"city": "Tokyo"} and tokyo.state.output == '{"f": 72}'  # type: ignore[union-attr]
+    assert oslo.state.status == "error" and oslo.state.error == "no data"  # type: ignore[union-attr]
+    assert message.content == (
+        'Let me check the weather for you.\n\n\nTool result: {"f": 72}\n\n\nTool result: no '
+        "data\nThe weather in Tokyo is 72°F and sunny."
+    )
+
+
+@pytest.mark.parametrize(
+    ("part", "problem"),
+    [
+        ({"toolName": "x", "args": {}}, "toolCallId"),
+        ({"toolCallId": "c1", "args": {}}, "toolName"),
+        ({"toolCallId": "c1", "toolName": "x", "args": 3}, "args"),
+    ],
+)
+def test_a_seed_tool_part_missing_a_field_is_refused(part: dict[str, Any], problem: str) -> None:
+    b = _builder()
+    with pytest.raises(BuilderError, match=problem):
+        b.add_tool_call(part)
+    assert b.parts == []

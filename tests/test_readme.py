@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +47,36 @@ def test_the_own_loop_example_uses_only_exported_names() -> None:
     for node in imports:
         for alias in node.names:
             assert alias.name in partwire.__all__, alias.name
+
+
+async def test_the_seed_orchestrator_example_streams_its_message_live(server: str) -> None:
+    import asyncio
+
+    import httpx
+
+    section = README.split("**Seed 003's builder, from another process.**", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # the block as written
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        session_id = (await http.post("/session", json={})).json()["id"]
+        seen: list[str] = []
+
+        async def watch() -> None:  # a client of the seed's frames, open before it runs
+            async with http.stream("GET", f"/session/{session_id}/stream") as response:
+                async for line in response.aiter_lines():
+                    seen.append(line)
+                    if line.startswith("data: ") and '"id":"msg_xagent_1"' in line:
+                        return
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0.3)
+        built = await namespace["main"](server, session_id, "Weather in Tokyo?")
+        await asyncio.wait_for(watcher, 10)
+        stored = (await http.get(f"/session/{session_id}/message/msg_xagent_1")).json()
+    assert built.content == "Let me check the weather.\n\n\nTool result: 72°F, sunny"
+    assert [p["type"] for p in stored["parts"]] == ["text", "tool"]
+    assert stored["parts"][1]["state"]["output"] == "72°F, sunny"
+    events = [line[7:] for line in seen if line.startswith("event: ")]
+    assert events[-1] == "message_complete" and "part_delta" in events
+    assert events.count("part_complete") == 4  # the prompt; the text, the call, its result

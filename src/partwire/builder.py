@@ -42,6 +42,8 @@ from partwire.schema.frames import (
     PartUpdate,
     Role,
     content_of,
+    seed_call,
+    seed_result,
 )
 from partwire.schema.message import (
     ABORTED_TOOL,
@@ -194,6 +196,27 @@ class StreamingMessageBuilder:
         self._chunks[index] = [joined]
         return joined
 
+    # ---- seed 003's names -----------------------------------------------------------------
+
+    @property
+    def current_text(self) -> str:
+        """The text of the text part still streaming without a stream id ("" when none)."""
+        index = self._streams.get(_UNNAMED)
+        if index is None or self._parts[index].type != "text":
+            return ""
+        return self.streamed_text(index)
+
+    @property
+    def current_part_index(self) -> int:
+        """The index of the newest part (-1 before the first)."""
+        return len(self._parts) - 1
+
+    def finalize_text_part(self) -> list[Frame]:
+        """End the text (or reasoning) part streaming without a stream id: the next delta
+        begins a new part. Nothing to end is not an error."""
+        self._check_open()
+        return self._close_unnamed()
+
     # ---- text and reasoning --------------------------------------------------------------
 
     def add_text_delta(self, text: str, *, stream_id: str | None = None) -> list[Frame]:
@@ -338,8 +361,8 @@ class StreamingMessageBuilder:
 
     def add_tool_call(
         self,
-        call_id: str,
-        name: str,
+        call_id: str | object,
+        name: str | None = None,
         args: Mapping[str, Any] | str | None = None,
         *,
         bad_arguments: BadArguments = "raise",
@@ -347,7 +370,14 @@ class StreamingMessageBuilder:
         """The call is complete: its arguments are ``args`` (an object, or its JSON text)
         and it runs until add_tool_result. A call started with start_tool_call keeps its
         part. Arguments that are not a JSON object raise BuilderError, or, with
-        ``bad_arguments="error"``, end the call in error with a message for the model."""
+        ``bad_arguments="error"``, end the call in error with a message for the model.
+
+        As in seed 003, the call may instead be one ``ToolCallPart`` (a mapping or an
+        object with ``toolCallId``, ``toolName`` and ``args``)."""
+        if not isinstance(call_id, str):
+            call_id, name, args = _seed_call(call_id)
+        if not isinstance(name, str) or not name:
+            raise BuilderError(f"tool call {call_id!r} needs a tool name")
         self._assistant_only("tool calls")
         index = self._calls.get(call_id)
         if index is None:
@@ -417,15 +447,19 @@ class StreamingMessageBuilder:
 
     def add_tool_result(
         self,
-        call_id: str,
-        output: Any,
+        call_id: str | object,
+        output: Any = None,
         is_error: bool = False,
         *,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         attachments: list[dict[str, Any]] | None = None,
     ) -> list[Frame]:
-        """The tool's result (text, or anything JSON can hold); ``is_error`` ends it in error."""
+        """The tool's result (text, or anything JSON can hold); ``is_error`` ends it in error.
+        As in seed 003, the result may instead be one ``ToolResultPart`` (``toolCallId``,
+        ``result``, and ``isError`` when it failed)."""
+        if not isinstance(call_id, str):
+            call_id, output, is_error = _seed_result(call_id)
         part = self._known_call(call_id, "a result")
         state = part.state
         if isinstance(state, ToolStatePending):
@@ -741,3 +775,21 @@ def _cost(cost: Any) -> float:
     if not math.isfinite(value) or value < 0:
         raise BuilderError(f"cost is {cost!r}: give a finite number of USD, 0 or more")
     return value
+
+
+def _seed_call(part: object) -> tuple[str, str, Mapping[str, Any] | str | None]:
+    call_id, name, args = seed_call(part)
+    if not isinstance(call_id, str) or not call_id:
+        raise BuilderError(f"a tool call part needs a toolCallId, not {call_id!r}")
+    if not isinstance(name, str) or not name:
+        raise BuilderError(f"tool call {call_id!r} needs a toolName, not {name!r}")
+    if args is not None and not isinstance(args, str | Mapping):
+        raise BuilderError(f"tool call {call_id!r}: args must be an object or its JSON text")
+    return call_id, name, args
+
+
+def _seed_result(part: object) -> tuple[str, object, bool]:
+    call_id, result, failed = seed_result(part)
+    if not isinstance(call_id, str) or not call_id:
+        raise BuilderError(f"a tool result part needs a toolCallId, not {call_id!r}")
+    return call_id, result, failed

@@ -267,14 +267,23 @@ async def test_an_opencode_session_is_mirrored_from_its_event_stream(runtime: Ru
 def test_every_format_is_listed() -> None:
     assert set(formats()) == {
         "partwire", "openai-chat", "openai-responses", "anthropic", "claude-code", "opencode",
+        "frames",
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(set(formats()) - {"partwire"}))
+@pytest.mark.parametrize("name", sorted(set(formats()) - {"partwire", "frames"}))
 def test_items_of_no_known_shape_are_skipped(name: str) -> None:
     converter = formats()[name]()
     assert converter.feed({"type": "something.else"}) == []
     assert converter.feed("not an object") == []
+
+
+def test_frames_refuse_what_is_not_a_frame() -> None:
+    frames = formats()["frames"]()
+    with pytest.raises(ValueError, match="something.else"):
+        frames.feed({"type": "something.else"})
+    with pytest.raises(ValueError):
+        frames.feed("not an object")
 
 
 def test_the_native_format_refuses_what_it_does_not_know() -> None:

@@ -13,10 +13,12 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
+from partwire import StreamingMessageBuilder
 from partwire.client.http import PartwireClient
 from partwire.client.reducer import ClientState, reduce
 from partwire.config import Settings
 from partwire.schema.event import Event
+from partwire.schema.frames import content_of
 from partwire.server.runner import serve_in_background
 
 
@@ -296,3 +298,81 @@ async def test_impossible_numbers_are_a_400_and_an_empty_body_stores_nothing(
             assert response.json()["data"]["line"] == 3 and says in response.text
         # what was stored still reads
         assert all(m.info.role in ("user", "assistant") for m in await client.messages(session_id))
+
+
+def _builders_frames() -> tuple[list[str], Any]:
+    """A message built in this process with seed 003's calls: its frames as NDJSON lines,
+    and the message its build() returns."""
+    builder = StreamingMessageBuilder("msg_seed_1", "assistant")
+    frames = [
+        *builder.start_step(),
+        *builder.add_reasoning_delta("Check the weather."),
+        *builder.add_text_delta("Let me check "),
+        *builder.add_text_delta("the weather.\n"),
+        *builder.finalize_text_part(),
+        *builder.start_tool_call("call_1", "get_weather"),
+        *builder.add_tool_args_delta("call_1", '{"city": '),
+        *builder.add_tool_args_delta("call_1", '"Tokyo"}'),
+        *builder.add_tool_call(
+            {"toolCallId": "call_1", "toolName": "get_weather", "args": {"city": "Tokyo"}}
+        ),
+        *builder.add_tool_result({"toolCallId": "call_1", "result": "72°F, sunny"}),
+        *builder.add_text_delta("It is 72°F and sunny."),
+        *builder.finish_step({"input": 10, "output": 5}, 0.001, "stop"),
+        *builder.finish(),
+    ]
+    return [frame.wire_json() for frame in frames], builder.build()
+
+
+async def test_a_builders_frames_are_ingested_as_the_same_message(server: str) -> None:
+    lines, built = _builders_frames()
+    start = json.dumps({"type": "start", "prompt": "Weather in Tokyo?"})
+    async with PartwireClient(server) as client, httpx.AsyncClient(base_url=server) as http:
+        session_id = await _session(client)
+        body = "\n".join([start, *lines[1:]])  # the start line stands for message_start here
+        response = await http.post(f"/session/{session_id}/ingest", content=body)
+        assert response.status_code == 200, response.text
+        stored = (await client.messages(session_id))[-1]
+    shape = [(p.type, getattr(p, "text", None)) for p in stored.parts]
+    assert shape == [(p.type, getattr(p, "text", None)) for p in built.parts]
+    tool = next(p for p in stored.parts if p.type == "tool")
+    assert tool.state.input == {"city": "Tokyo"} and tool.state.output == "72°F, sunny"  # type: ignore[union-attr]
+    finish = next(p for p in stored.parts if p.type == "step-finish")
+    assert finish.tokens.output == 5 and finish.cost == 0.001  # type: ignore[union-attr]
+    assert content_of(stored.parts) == built.content
+    assert (
+        built.content
+        == "Let me check the weather.\n\n\nTool result: 72°F, sunny\nIt is 72°F and sunny."
+    )
+
+
+async def test_a_message_start_frame_first_names_the_message(server: str) -> None:
+    lines, _ = _builders_frames()
+    async with PartwireClient(server) as client, httpx.AsyncClient(base_url=server) as http:
+        session_id = await _session(client)
+        await client.prompt(session_id, "hello")  # the message answers this one
+        response = await http.post(f"/session/{session_id}/ingest", content="\n".join(lines))
+        assert response.status_code == 200, response.text
+        assert response.json()["info"]["id"] == "msg_seed_1"
+
+
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        (['{"type": "part_delta", "messageId": "msg_x", "partIndex": 3, "delta": "x"}'],
+         "part 3 was never started"),
+        (['{"type": "reset", "reason": "start"}'], "reset"),
+        (['{"type": "part_start", "messageId": "msg_x", "partIndex": 0}'], "part"),
+    ],
+)  # fmt: skip
+async def test_frames_that_do_not_fit_are_a_400_naming_the_line(
+    server: str, lines: list[str], problem: str
+) -> None:
+    start = json.dumps({"type": "start", "prompt": "go"})
+    async with httpx.AsyncClient(base_url=server) as http:
+        session_id = (await http.post("/session", json={})).json()["id"]
+        response = await http.post(
+            f"/session/{session_id}/ingest", content="\n".join([start, *lines])
+        )
+    assert response.status_code == 400 and problem in response.json()["data"]["message"]
+    assert response.json()["data"]["line"] == 2

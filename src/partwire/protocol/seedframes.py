@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from partwire.schema.base import JSON, JSONObject
+from partwire.schema.base import JSONObject
 from partwire.schema.frames import (
     Frame,
     MessageComplete,
@@ -42,28 +42,15 @@ from partwire.schema.frames import (
     PartStart,
     PartUpdate,
     StreamReset,
+    arguments_object,
+    seed_content,
+    seed_parts,
 )
 from partwire.schema.message import MessageWithParts
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
-from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
+from partwire.schema.tool_state import ToolStatePending
 
 SeedFrame = tuple[str, JSONObject]  # the SSE event's name, and its data
-
-
-def seed_parts(part: Part) -> list[JSONObject]:
-    """The seed parts a finished partwire part stands for (none for kinds it lacks)."""
-    if isinstance(part, TextPart | ReasoningPart):
-        return [{"type": part.type, "text": part.text}]
-    if not isinstance(part, ToolPart):
-        return []
-    call: JSONObject = {
-        "type": "tool-call",
-        "toolCallId": part.call_id,
-        "toolName": part.tool,
-        "args": _arguments(part),
-    }
-    result = _result(part)
-    return [call] if result is None else [call, result]
 
 
 def seed_message(message: MessageWithParts) -> JSONObject:
@@ -75,49 +62,6 @@ def seed_message(message: MessageWithParts) -> JSONObject:
         "content": seed_content(parts),
         "parts": parts,
     }
-
-
-def seed_content(parts: list[JSONObject]) -> str:
-    content = ""
-    for part in parts:
-        if part["type"] == "text":
-            content += str(part["text"])
-        elif part["type"] == "tool-result":
-            content += f"\n\nTool result: {part['result']}\n"
-    return content.strip()
-
-
-def _arguments(part: ToolPart) -> JSON:
-    state = part.state
-    if isinstance(state, ToolStatePending) and not state.input:
-        return _parsed(state.raw) or {}
-    return state.input
-
-
-def _result(part: ToolPart) -> JSONObject | None:
-    state = part.state
-    if isinstance(state, ToolStateCompleted):
-        output, failed = state.output, False
-    elif isinstance(state, ToolStateError):
-        output, failed = state.error, True
-    else:
-        return None
-    return {
-        "type": "tool-result",
-        "toolCallId": part.call_id,
-        "toolName": part.tool,
-        "result": output,
-        "isError": failed,
-    }
-
-
-def _parsed(raw: str) -> JSONObject | None:
-    """``raw`` as a JSON object, or None while it does not parse (yet)."""
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 @dataclass
@@ -198,7 +142,9 @@ class SeedFrames:
             return [("part_delta", {**head, "delta": frame.delta})]
         raw = message.raw.get(frame.part_index, "") + (frame.args_delta or "")
         message.raw[frame.part_index] = raw
-        return self._send_arguments(frame.message_id, message, frame.part_index, _parsed(raw))
+        return self._send_arguments(
+            frame.message_id, message, frame.part_index, arguments_object(raw)
+        )
 
     def _arguments(
         self, message_id: str, message: _Message, index: int, part: Part
@@ -208,7 +154,7 @@ class SeedFrames:
             return []
         state = part.state
         if isinstance(state, ToolStatePending) and not state.input:
-            return self._send_arguments(message_id, message, index, _parsed(state.raw))
+            return self._send_arguments(message_id, message, index, arguments_object(state.raw))
         return self._send_arguments(message_id, message, index, state.input)
 
     def _send_arguments(

@@ -10,13 +10,16 @@ in the message (``partIndex``), which never changes once given.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from partwire.schema.base import Tokens, WireModel
+from partwire.schema.base import JSON, JSONObject, Tokens, WireModel
 from partwire.schema.message import MessageError
-from partwire.schema.part import Part
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
+from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
 
 Role = Literal["user", "assistant"]
 
@@ -95,23 +98,101 @@ Frame = Annotated[
 ]
 frame_adapter: TypeAdapter[Frame] = TypeAdapter(Frame)
 
-SUMMARY_CHARS = 200
-
 
 def content_of(parts: list[Part]) -> str:
-    """A message as plain text for clients that know no parts: its text, and one line per
-    finished tool call (``[tool] output``, ``[tool error] message``)."""
-    blocks: list[str] = []
+    """A message as plain text for clients that know no parts, as seed 003's ``build()``
+    makes it: the text parts joined, each tool result as ``"\n\nTool result: <result>\n"``,
+    stripped."""
+    return seed_content([seed for part in parts for seed in seed_parts(part)])
+
+
+def seed_parts(part: Part) -> list[JSONObject]:
+    """The seed parts a finished partwire part stands for (none for kinds it lacks)."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return [{"type": part.type, "text": part.text}]
+    if not isinstance(part, ToolPart):
+        return []
+    call: JSONObject = {
+        "type": "tool-call",
+        "toolCallId": part.call_id,
+        "toolName": part.tool,
+        "args": _arguments(part),
+    }
+    result = _result(part)
+    return [call] if result is None else [call, result]
+
+
+def seed_content(parts: list[JSONObject]) -> str:
+    content = ""
     for part in parts:
-        if part.type == "text" and part.text:
-            blocks.append(part.text)
-        elif part.type == "tool" and part.state.status == "completed":
-            blocks.append(f"[{part.tool}] {_summary(part.state.output)}".rstrip())
-        elif part.type == "tool" and part.state.status == "error":
-            blocks.append(f"[{part.tool} error] {_summary(part.state.error)}".rstrip())
-    return "\n\n".join(blocks)
+        if part["type"] == "text":
+            content += str(part["text"])
+        elif part["type"] == "tool-result":
+            content += f"\n\nTool result: {part['result']}\n"
+    return content.strip()
 
 
-def _summary(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SUMMARY_CHARS else flat[: SUMMARY_CHARS - 1] + "…"
+def _arguments(part: ToolPart) -> JSON:
+    state = part.state
+    if isinstance(state, ToolStatePending) and not state.input:
+        return arguments_object(state.raw) or {}
+    return state.input
+
+
+def _result(part: ToolPart) -> JSONObject | None:
+    state = part.state
+    if isinstance(state, ToolStateCompleted):
+        output, failed = state.output, False
+    elif isinstance(state, ToolStateError):
+        output, failed = state.error, True
+    else:
+        return None
+    return {
+        "type": "tool-result",
+        "toolCallId": part.call_id,
+        "toolName": part.tool,
+        "result": output,
+        "isError": failed,
+    }
+
+
+def arguments_object(raw: str) -> JSONObject | None:
+    """``raw`` as a JSON object, or None while it does not parse (yet)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# ---- seed 003's tool parts, as its callers pass them --------------------------------------
+
+
+def _field(part: object, names: tuple[str, ...]) -> object:
+    for name in names:
+        if isinstance(part, Mapping):
+            if name in part:
+                return part[name]
+        elif hasattr(part, name):
+            return getattr(part, name)
+    return None
+
+
+def seed_call(part: object) -> tuple[object, object, object]:
+    """(call id, tool name, arguments) of a seed ``ToolCallPart``: a mapping or an object
+    with ``toolCallId``/``tool_call_id``, ``toolName``/``tool_name`` and ``args``."""
+    return (
+        _field(part, ("toolCallId", "tool_call_id")),
+        _field(part, ("toolName", "tool_name")),
+        _field(part, ("args", "arguments")),
+    )
+
+
+def seed_result(part: object) -> tuple[object, object, bool]:
+    """(call id, result, is error) of a seed ``ToolResultPart`` (``result``, and
+    ``isError``/``is_error`` when it failed)."""
+    return (
+        _field(part, ("toolCallId", "tool_call_id")),
+        _field(part, ("result", "output")),
+        _field(part, ("isError", "is_error")) is True,
+    )

@@ -34,6 +34,13 @@ class ReasoningDelta(WireModel):
     delta: str
 
 
+class TextEnd(WireModel):
+    """The text (or reasoning) part streaming now ends: the next delta begins another
+    (the builder's ``finalize_text_part``)."""
+
+    type: Literal["text-end"] = "text-end"
+
+
 class ToolCallStart(WireModel):
     type: Literal["tool-call-start"] = "tool-call-start"
     call_id: str = Field(alias="callID", min_length=1)
@@ -91,6 +98,7 @@ IngestEvent = Annotated[
     IngestStart
     | TextDelta
     | ReasoningDelta
+    | TextEnd
     | ToolCallStart
     | ToolArgsDelta
     | ToolCall

@@ -32,6 +32,7 @@ from partwire.schema.ingest import (
     StepStart,
     StreamError,
     TextDelta,
+    TextEnd,
     ToolArgsDelta,
     ToolCall,
     ToolCallStart,
@@ -45,7 +46,7 @@ from partwire.schema.message import (
     UserTime,
     new_assistant_message,
 )
-from partwire.schema.part import ModelRef
+from partwire.schema.part import ModelRef, Part
 from partwire.schema.permission import QuestionInfo, ToolRef
 from partwire.schema.session import Session
 from partwire.session.agents import DEFAULT_AGENT, get_agent
@@ -110,14 +111,35 @@ class Recording:
         await self._call(self.builder.add_tool_args_delta, call_id, delta)
 
     async def add_tool_call(
-        self, call_id: str, name: str, args: Mapping[str, Any] | str | None = None
+        self,
+        call_id: str | object,
+        name: str | None = None,
+        args: Mapping[str, Any] | str | None = None,
     ) -> None:
+        """As the builder's: a call id, tool name and arguments, or one seed-003
+        ``ToolCallPart``."""
         await self._call(self.builder.add_tool_call, call_id, name, args)
+
+    async def finalize_text_part(self) -> None:
+        """End the text part streaming now (seed 003's name): the next delta begins another."""
+        await self._call(self.builder.finalize_text_part)
+
+    @property
+    def parts(self) -> list[Part]:
+        return self.builder.parts
+
+    @property
+    def current_text(self) -> str:
+        return self.builder.current_text
+
+    @property
+    def current_part_index(self) -> int:
+        return self.builder.current_part_index
 
     async def add_tool_result(
         self,
-        call_id: str,
-        output: Any,
+        call_id: str | object,
+        output: Any = None,
         is_error: bool = False,
         *,
         title: str | None = None,
@@ -195,6 +217,8 @@ class Recording:
                 await self.add_text_delta(delta)
             case ReasoningDelta(delta=delta):
                 await self.add_reasoning_delta(delta)
+            case TextEnd():
+                await self.finalize_text_part()
             case ToolCallStart(call_id=call_id, tool=tool):
                 await self.start_tool_call(call_id, tool)
             case ToolArgsDelta(call_id=call_id, delta=delta):

@@ -24,6 +24,7 @@ def formats() -> dict[str, Callable[[], Converter]]:
     """The JSON-line formats ``partwire ingest --from`` reads, by name."""
     from partwire.protocol.converters.anthropic import AnthropicConverter
     from partwire.protocol.converters.claude_code import ClaudeCodeConverter
+    from partwire.protocol.converters.frames import FramesConverter
     from partwire.protocol.converters.native import NativeConverter
     from partwire.protocol.converters.openai_chat import OpenAIChatConverter
     from partwire.protocol.converters.openai_responses import OpenAIResponsesConverter
@@ -36,6 +37,7 @@ def formats() -> dict[str, Callable[[], Converter]]:
         "anthropic": AnthropicConverter,
         "claude-code": ClaudeCodeConverter,
         "opencode": OpencodeConverter,
+        "frames": FramesConverter,
     }
 
 

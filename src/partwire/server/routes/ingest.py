@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -119,9 +119,35 @@ async def _apply(recording: Recording, number: int, event: IngestEvent) -> None:
 
 
 async def _events(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, IngestEvent]]:
+    """The body's ingest events. Part frames (what a StreamingMessageBuilder returns) are
+    taken too, line by line, through the frames converter; a ``message_start`` frame
+    first stands for the start line (its role and message id)."""
+    from partwire.protocol.converters.frames import FRAME_TYPES, FramesConverter
+    from partwire.schema.ingest import IngestStart
+
+    frames = FramesConverter()
+    first = True
     async for number, line in _lines(body, limit):
-        if line.strip():
-            yield number, _parse(number, line)
+        if not line.strip():
+            continue
+        value = _json_object(number, line)
+        if value.get("type") not in FRAME_TYPES:
+            yield number, _validated(number, value)
+        else:
+            if first and value.get("type") == "message_start":
+                role, message_id = value.get("role"), value.get("messageId")
+                yield (
+                    number,
+                    _validated(number, {"type": "start", "role": role, "messageID": message_id}),
+                )
+            try:
+                made = frames.feed(value)
+            except ValueError as exc:
+                raise BadLine(number, _problems(exc)) from None
+            for event in made:
+                if not isinstance(event, IngestStart):
+                    yield number, event
+        first = False
 
 
 async def _lines(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, bytes]]:
@@ -147,9 +173,7 @@ async def _lines(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[
         yield number + 1, buffer
 
 
-def _parse(number: int, line: bytes) -> IngestEvent:
-    from partwire.schema.ingest import ingest_adapter
-
+def _json_object(number: int, line: bytes) -> dict[str, Any]:
     if json_too_deep(line):
         raise BadLine(number, f"nested deeper than {MAX_JSON_DEPTH} levels")
     try:
@@ -163,14 +187,25 @@ def _parse(number: int, line: bytes) -> IngestEvent:
     field = lone_surrogate(value)
     if field is not None:
         raise BadLine(number, f"{field}: not valid Unicode text (it holds a lone surrogate)")
+    return value
+
+
+def _validated(number: int, value: dict[str, Any]) -> IngestEvent:
+    from partwire.schema.ingest import ingest_adapter
+
     try:
         return ingest_adapter.validate_python(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(step) for step in error['loc']) or 'type'}: {error['msg']}"
-            for error in exc.errors()[:3]
-        )
-        raise BadLine(number, problems) from None
+        raise BadLine(number, _problems(exc)) from None
+
+
+def _problems(exc: ValueError) -> str:
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(str(step) for step in error['loc']) or 'type'}: {error['msg']}"
+        for error in exc.errors()[:3]
+    )
 
 
 def _bad_line(bad: BadLine) -> JSONResponse:

@@ -376,3 +376,32 @@ async def test_frames_that_do_not_fit_are_a_400_naming_the_line(
         )
     assert response.status_code == 400 and problem in response.json()["data"]["message"]
     assert response.json()["data"]["line"] == 2
+
+
+async def test_a_prompt_sent_while_a_loop_records_is_queued(server: str) -> None:
+    """As the README says of a busy session: the prompt waits, then is answered."""
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        release = asyncio.Event()
+
+        async def slow() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "start", "prompt": "first"}
+            yield {"type": "text-delta", "delta": "recorded"}
+            await release.wait()
+
+        first = asyncio.create_task(client.ingest(session_id, slow()))
+        await _eventually(lambda: _busy(client))
+        await client.prompt_async(session_id, "hello")  # 204, not 409
+        assert [m.info.role for m in await client.messages(session_id)] == [
+            "user", "assistant", "user",
+        ]  # fmt: skip
+        release.set()
+        await first
+        await _eventually(lambda: _answered(client, session_id))
+        roles = [m.info.role for m in await client.messages(session_id)]
+        assert roles == ["user", "assistant", "user", "assistant"]
+
+
+async def _answered(client: PartwireClient, session_id: str) -> bool:
+    messages = await client.messages(session_id)
+    return len(messages) == 4 and not await client.status()

@@ -112,18 +112,25 @@ async def test_an_answer_needs_a_user_message_to_answer(runtime: Runtime) -> Non
     assert isinstance(answer.info, AssistantMessage) and answer.info.parent_id == user.message_id
 
 
-async def test_the_session_is_busy_while_recording(runtime: Runtime) -> None:
+async def test_a_prompt_while_recording_queues_and_a_second_recording_is_refused(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
     session_id = await new_session(runtime)
-    async with runtime.record(session_id, prompt="a"):
-        with pytest.raises(SessionBusyError):
-            await runtime.loop.prompt(session_id, prompt_body("b"))
+    model.enqueue(text_reply("answered after the recording"))
+    async with runtime.record(session_id, prompt="a") as msg:
+        await msg.add_text_delta("recorded")
+        queued = asyncio.create_task(runtime.loop.prompt(session_id, prompt_body("b")))
+        await asyncio.sleep(0.2)
+        assert not queued.done()  # it waits for the recording, as for a running prompt
         with pytest.raises(SessionBusyError):
             async with runtime.record(session_id, prompt="c"):
                 pass
-    assert [m.info.role for m in await runtime.store.list_messages(session_id)] == [
-        "user",
-        "assistant",
-    ]
+        await msg.add_text_delta(" still")
+    answer = await asyncio.wait_for(queued, 10)
+    stored = await runtime.store.list_messages(session_id)
+    assert [m.info.role for m in stored] == ["user", "assistant", "user", "assistant"]
+    assert stored[1].parts[-1].text == "recorded still"  # type: ignore[union-attr]
+    assert answer.info.id == stored[3].info.id and answer.info.parent_id == stored[2].info.id
 
 
 async def test_an_illegal_call_writes_nothing_and_the_recording_goes_on(runtime: Runtime) -> None:

@@ -94,6 +94,7 @@ class _Run:
     compacted_for_overflow: bool = False
     wakeups: int = 0  # prompts attached to this run; a change after a decision means decide again
     on_abort: Callable[[], Awaitable[None]] | None = None  # an external loop's recording
+    released: asyncio.Event = field(default_factory=asyncio.Event)  # a recording's end
     processor: Processor | None = None  # the step's, while one runs
 
 
@@ -173,7 +174,21 @@ class SessionLoop:
             raise
         if not ours:
             return self._answered_elsewhere(session_id)  # another server runs the session
+        if self.recording(session_id):  # stored; answered once the external loop is done
+            return asyncio.ensure_future(self._after_recording(session_id))
         return self._wake(session_id)
+
+    def recording(self, session_id: str) -> bool:
+        """Whether an external loop's recording holds the session now."""
+        run = self._runs.get(session_id)
+        return run is not None and run.on_abort is not None
+
+    async def _after_recording(self, session_id: str) -> AssistantWithParts:
+        """The answer to a prompt stored while an external loop recorded: the run that
+        starts once the recording is done (a prompt to a busy session queues)."""
+        while (run := self._runs.get(session_id)) is not None and run.on_abort is not None:
+            await run.released.wait()
+        return await self._wake(session_id)  # a run already going takes it up
 
     def _answered_elsewhere(self, session_id: str) -> asyncio.Future[AssistantWithParts]:
         """The answer of the server that runs the session: its last assistant message
@@ -237,9 +252,6 @@ class SessionLoop:
     async def _store_prompt(self, session_id: str, body: PromptInput) -> UserMessage:
         """Check everything a prompt names, then store it (a bad prompt stores nothing)."""
         session = await self.store.get_session(session_id)
-        run = self._runs.get(session_id)
-        if run is not None and run.on_abort is not None:  # an external loop is recording
-            raise SessionBusyError(session_id)
         model = self._model_ref(body, session)
         language_model = resolve_model(model.provider_id, model.model_id, self.settings)
         refuse_variant(model.provider_id, model.model_id, body.variant, "variant")
@@ -313,6 +325,8 @@ class SessionLoop:
         if self._runs.get(session_id) is not claim:
             return False
         del self._runs[session_id]
+        if isinstance(claim, _Run):
+            claim.released.set()
         return True
 
     async def abort(self, session_id: str, *, shutdown: bool = False) -> bool:

@@ -49,7 +49,7 @@ async def test_the_openai_loop_example_records_each_step(settings: Settings) -> 
         env = {"OPENAI_BASE_URL": f"{mock_url}/v1", "OPENAI_API_KEY": "sk-test"}
         code, out, err = await _example(settings, "openai_loop.py", "Weather?", env=env)
     assert code == 0, err
-    assert "Rainy, 18°C." in out and "[get_weather] Paris: 18°C, light rain" in out
+    assert "Rainy, 18°C." in out and "Tool result: Paris: 18°C, light rain" in out
     answer = await _answer(settings, _session_id(err))
     kinds = [p["type"] for p in answer["parts"]]
     assert kinds == ["step-start", "tool", "step-finish", "step-start", "text", "step-finish"]

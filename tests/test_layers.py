@@ -13,7 +13,7 @@ LAYERS = {
     "version": 0, "clock": 0, "ids": 0, "errors": 0, "words": 0, "private": 0,
     "frontmatter": 0,
     "logs": 0, "keys": 0, "config_providers": 0, "config": 0,
-    "schema": 1, "builder": 1,
+    "schema": 1, "builder": 1, "builder_inputs": 1,
     "bus": 2, "storage": 2, "providers": 2, "tools": 2, "permission": 2, "question": 2,
     "workspace": 2, "file_index": 2, "skills": 2, "commands": 2, "editor": 2, "quotas": 2,
     "terminals": 2, "tuicontrol": 2, "config_watch": 2,

@@ -21,12 +21,11 @@ and change nothing.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from copy import deepcopy
 from typing import Any, Literal
 
+from partwire import builder_inputs as inputs
 from partwire import ids
 from partwire.clock import now_ms
 from partwire.errors import BuilderError, IllegalTransitionError
@@ -42,8 +41,6 @@ from partwire.schema.frames import (
     PartUpdate,
     Role,
     content_of,
-    seed_call,
-    seed_result,
 )
 from partwire.schema.message import (
     ABORTED_TOOL,
@@ -375,7 +372,7 @@ class StreamingMessageBuilder:
         As in seed 003, the call may instead be one ``ToolCallPart`` (a mapping or an
         object with ``toolCallId``, ``toolName`` and ``args``)."""
         if not isinstance(call_id, str):
-            call_id, name, args = _seed_call(call_id)
+            call_id, name, args = inputs.seed_call_of(call_id)
         if not isinstance(name, str) or not name:
             raise BuilderError(f"tool call {call_id!r} needs a tool name")
         self._assistant_only("tool calls")
@@ -393,11 +390,13 @@ class StreamingMessageBuilder:
                 )
         now = self._clock()
         state: ToolState
-        parsed = _arguments(args)
+        parsed = inputs.arguments(args)
         if isinstance(parsed, dict):
             state = ToolStateRunning(input=parsed, time=RunningTime(start=now))
         elif bad_arguments == "raise":
-            what = f"arguments are not JSON ({parsed})" if parsed != NOT_AN_OBJECT else parsed
+            what = (
+                f"arguments are not JSON ({parsed})" if parsed != inputs.NOT_AN_OBJECT else parsed
+            )
             raise BuilderError(f"tool call {call_id!r}: {what}")
         else:
             message = f"The {name} tool input is not valid JSON ({parsed}); send an object."
@@ -459,7 +458,7 @@ class StreamingMessageBuilder:
         As in seed 003, the result may instead be one ``ToolResultPart`` (``toolCallId``,
         ``result``, and ``isError`` when it failed)."""
         if not isinstance(call_id, str):
-            call_id, output, is_error = _seed_result(call_id)
+            call_id, output, is_error = inputs.seed_result_of(call_id)
         part = self._known_call(call_id, "a result")
         state = part.state
         if isinstance(state, ToolStatePending):
@@ -469,7 +468,7 @@ class StreamingMessageBuilder:
             )
         if not isinstance(state, ToolStateRunning):
             raise BuilderError(f"tool call {call_id!r} already has a result ({state.status})")
-        text = _output_text(output)
+        text = inputs.output_text(output)
         finished = FinishedTime(start=state.time.start, end=self._clock())
         extra = dict(metadata or {})
         final = (
@@ -565,8 +564,8 @@ class StreamingMessageBuilder:
         self._assistant_only("steps")
         if not self._step_open:
             raise BuilderError("finish_step without an open step: call start_step first")
-        used = _tokens(tokens)
-        cost = _cost(cost)
+        used = inputs.tokens(tokens)
+        cost = inputs.cost(cost)
         frames = self._begin() + self._close_unnamed()
         self._step_open = False
         part = StepFinishPart(
@@ -616,7 +615,7 @@ class StreamingMessageBuilder:
     def add_usage(self, tokens: Tokens) -> None:
         """Tokens no step reported (an estimate for a step stopped before its end)."""
         self._check_open()
-        self.tokens = self.tokens.plus(_tokens(tokens))
+        self.tokens = self.tokens.plus(inputs.tokens(tokens))
 
     def set_finish_reason(self, reason: str) -> None:
         self._check_open()
@@ -714,82 +713,3 @@ class StreamingMessageBuilder:
 
 _OWN_CALLS = frozenset({"tool", "reasoning", "step-start", "step-finish", "retry", "patch"})
 _RETRIED_TOOL = "The model call failed before this tool ran; it was retried"
-
-
-NOT_AN_OBJECT = "arguments must be a JSON object"
-
-
-def _arguments(args: Mapping[str, Any] | str | None) -> dict[str, Any] | str:
-    """A tool call's arguments as an object, or why they are not one."""
-    if args is None:
-        return {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args or "{}")
-        except ValueError as exc:
-            return str(exc)
-    if not isinstance(args, Mapping):
-        return NOT_AN_OBJECT
-    return dict(args)
-
-
-def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise BuilderError(f"a tool result must be text or JSON-serializable: {exc}") from None
-
-
-def _tokens(tokens: Tokens | Mapping[str, Any] | None) -> Tokens:
-    if tokens is None:
-        return Tokens()
-    try:
-        used = tokens if isinstance(tokens, Tokens) else Tokens.model_validate(dict(tokens))
-    except ValueError as exc:
-        raise BuilderError(f"tokens: {exc}") from None
-    counts = {
-        "input": used.input,
-        "output": used.output,
-        "reasoning": used.reasoning,
-        "cache.read": used.cache.read,
-        "cache.write": used.cache.write,
-        "total": used.total or 0,
-    }
-    for name, count in counts.items():
-        if count < 0:
-            raise BuilderError(f"tokens.{name} is {count}: token counts are never negative")
-    if used.total is None:
-        used = used.model_copy(update={"total": used.input + used.output + used.reasoning})
-    return used
-
-
-def _cost(cost: Any) -> float:
-    """A step's cost: a finite number, not below zero (NaN would make the message
-    unreadable once stored)."""
-    try:
-        value = float(cost)
-    except (TypeError, ValueError):
-        raise BuilderError(f"cost is {cost!r}: give a number of USD") from None
-    if not math.isfinite(value) or value < 0:
-        raise BuilderError(f"cost is {cost!r}: give a finite number of USD, 0 or more")
-    return value
-
-
-def _seed_call(part: object) -> tuple[str, str, Mapping[str, Any] | str | None]:
-    call_id, name, args = seed_call(part)
-    if not isinstance(call_id, str) or not call_id:
-        raise BuilderError(f"a tool call part needs a toolCallId, not {call_id!r}")
-    if not isinstance(name, str) or not name:
-        raise BuilderError(f"tool call {call_id!r} needs a toolName, not {name!r}")
-    if args is not None and not isinstance(args, str | Mapping):
-        raise BuilderError(f"tool call {call_id!r}: args must be an object or its JSON text")
-    return call_id, name, args
-
-
-def _seed_result(part: object) -> tuple[str, object, bool]:
-    call_id, result, failed = seed_result(part)
-    if not isinstance(call_id, str) or not call_id:
-        raise BuilderError(f"a tool result part needs a toolCallId, not {call_id!r}")
-    return call_id, result, failed

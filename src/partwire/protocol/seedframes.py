@@ -56,12 +56,11 @@ SeedFrame = tuple[str, JSONObject]  # the SSE event's name, and its data
 def seed_message(message: MessageWithParts) -> JSONObject:
     """A stored message as the seed's ``build()`` returns it."""
     parts = [seed for part in message.parts for seed in seed_parts(part)]
-    return {
-        "id": message.info.id,
-        "role": message.info.role,
-        "content": seed_content(parts),
-        "parts": parts,
-    }
+    return _built(message.info.id, message.info.role, parts)
+
+
+def _built(message_id: str, role: str, parts: list[JSONObject]) -> JSONObject:
+    return {"id": message_id, "role": role, "content": seed_content(parts), "parts": parts}
 
 
 @dataclass
@@ -70,7 +69,7 @@ class _Message:
     indexes: dict[int, int] = field(default_factory=dict)  # partwire index → seed index
     results: set[int] = field(default_factory=set)  # partwire indexes whose result is sent
     args: dict[int, str] = field(default_factory=dict)  # the arguments last sent, as JSON
-    raw: dict[int, str] = field(default_factory=dict)  # a pending call's raw arguments
+    raw: dict[int, list[str]] = field(default_factory=dict)  # a pending call's raw arguments
     done: dict[int, JSONObject] = field(default_factory=dict)  # seed index → final part
     count: int = 0  # seed parts started
 
@@ -122,7 +121,7 @@ class SeedFrames:
                 "args": {},
             }
             if isinstance(part.state, ToolStatePending):
-                message.raw[index] = part.state.raw
+                message.raw[index] = [part.state.raw]
         else:
             return []
         seed_type = "tool-call" if isinstance(part, ToolPart) else part.type
@@ -140,11 +139,12 @@ class SeedFrames:
         head: JSONObject = {"messageId": frame.message_id, "partIndex": at}
         if frame.delta is not None:
             return [("part_delta", {**head, "delta": frame.delta})]
-        raw = message.raw.get(frame.part_index, "") + (frame.args_delta or "")
-        message.raw[frame.part_index] = raw
-        return self._send_arguments(
-            frame.message_id, message, frame.part_index, arguments_object(raw)
-        )
+        pieces = message.raw.setdefault(frame.part_index, [])
+        pieces.append(frame.args_delta or "")
+        if not pieces[-1].rstrip().endswith("}"):
+            return []  # an object cannot parse yet: spare the join and parse on every delta
+        arguments = arguments_object("".join(pieces))
+        return self._send_arguments(frame.message_id, message, frame.part_index, arguments)
 
     def _arguments(
         self, message_id: str, message: _Message, index: int, part: Part
@@ -201,13 +201,7 @@ class SeedFrames:
             parts = [followed.done[at] for at in sorted(followed.done)]
         else:
             parts = [seed for part in built.parts for seed in seed_parts(part)]
-        message: JSONObject = {
-            "id": built.id,
-            "role": built.role,
-            "content": seed_content(parts),
-            "parts": parts,
-        }
-        return [("message_complete", {"message": message})]
+        return [("message_complete", {"message": _built(built.id, built.role, parts)})]
 
     @staticmethod
     def _next(message: _Message) -> int:

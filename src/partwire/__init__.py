@@ -28,11 +28,22 @@ if TYPE_CHECKING:
         ToolError,
     )
     from partwire.protocol.converters import converter
+    from partwire.protocol.session_state import (
+        ConversationState,
+        initial_state,
+        reduce_session_event,
+    )
     from partwire.providers.base import LanguageModel
     from partwire.providers.registry import register_provider
     from partwire.runtime import Runtime
     from partwire.schema.event import Event
     from partwire.schema.input import SessionCreateInput
+    from partwire.schema.session_events import (
+        SessionEvent,
+        create_session_event,
+        enrich_event_context,
+        is_conversation_event,
+    )
     from partwire.server.app import create_app
     from partwire.server.runner import serve_in_background
     from partwire.session.recorder import Recording
@@ -45,6 +56,13 @@ _HOMES = {
     "RejectedError": "partwire.errors",
     "Recording": "partwire.session.recorder",
     "SessionCreateInput": "partwire.schema.input",
+    "ConversationState": "partwire.protocol.session_state",
+    "initial_state": "partwire.protocol.session_state",
+    "reduce_session_event": "partwire.protocol.session_state",
+    "SessionEvent": "partwire.schema.session_events",
+    "create_session_event": "partwire.schema.session_events",
+    "enrich_event_context": "partwire.schema.session_events",
+    "is_conversation_event": "partwire.schema.session_events",
     "converter": "partwire.protocol.converters",
     "BadRequestError": "partwire.errors",
     "Bus": "partwire.bus",
@@ -90,6 +108,7 @@ __all__ = [
     "BuilderError",
     "Bus",
     "ClientState",
+    "ConversationState",
     "Event",
     "LanguageModel",
     "NotFoundError",
@@ -100,6 +119,7 @@ __all__ = [
     "RejectedError",
     "Runtime",
     "SessionCreateInput",
+    "SessionEvent",
     "Settings",
     "StreamingMessageBuilder",
     "Tool",
@@ -109,8 +129,13 @@ __all__ = [
     "__version__",
     "converter",
     "create_app",
+    "create_session_event",
+    "enrich_event_context",
+    "initial_state",
+    "is_conversation_event",
     "load_settings",
     "reduce",
+    "reduce_session_event",
     "register_provider",
     "register_tool",
     "serve_in_background",

@@ -15,7 +15,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
-from partwire.schema.event import Event, PartDeltaProps
+from partwire.schema.event import Event, PartDeltaProps, SessionInfo
 
 DEFAULT_QUEUE_LIMIT = 10_000
 MAX_MERGED_CHARS = 1_000_000  # past this a lagging client is sent to reload instead
@@ -61,6 +61,8 @@ class Subscription:
         self._bus = bus
         self.types = types  # None: every type
         self.session_id = session_id  # None: every session's events (and sessionless ones)
+        # with_children: the sessions it takes (session_id and those created under it)
+        self.family: set[str] | None = None
         self._limit = limit
         self._items: deque[Event | _Merged] = deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -187,10 +189,25 @@ class Bus:
         self._by_session: dict[str, list[Subscription]] = {}
         self._queue_limit = queue_limit
 
-    def subscribe(self, *types: str, session_id: str | None = None) -> Subscription:
+    def subscribe(
+        self, *types: str, session_id: str | None = None, with_children: bool = False
+    ) -> Subscription:
         """Events of these types; with ``session_id``, only those whose properties name
-        that session (the session-scoped transports drop the others anyway)."""
-        return self._add(frozenset(types), session_id)
+        that session (the session-scoped transports drop the others anyway), and with
+        ``with_children`` also those of every session created under it (and under those),
+        taken from the moment it is created: its first event is never missed."""
+        subscription = self._add(frozenset(types), session_id)
+        if with_children and session_id is not None:
+            subscription.family = {session_id}
+        return subscription
+
+    def include(self, subscription: Subscription, session_id: str) -> None:
+        """Offer ``subscription`` (one with children) the events of ``session_id`` too."""
+        family = subscription.family
+        if family is None or session_id in family or subscription.closed:
+            return
+        family.add(session_id)
+        self._by_session.setdefault(session_id, []).append(subscription)
 
     def subscribe_all(self) -> Subscription:
         return self._add(None, None)
@@ -222,12 +239,25 @@ class Bus:
         if subscription.session_id is None:
             self._everywhere.remove(subscription)
             return
-        group = self._by_session[subscription.session_id]
-        group.remove(subscription)
-        if not group:
-            del self._by_session[subscription.session_id]
+        for session_id in subscription.family or {subscription.session_id}:
+            group = self._by_session[session_id]
+            group.remove(subscription)
+            if not group:
+                del self._by_session[session_id]
+
+    def _adopt(self, event: Event) -> None:
+        """A session created under one a family subscription takes joins that family."""
+        info = event.properties.info if isinstance(event.properties, SessionInfo) else None
+        parent = info.parent_id if info is not None else None
+        if parent is None:
+            return
+        for subscription in tuple(self._by_session.get(parent, ())):
+            if subscription.family is not None:
+                self.include(subscription, info.id)  # type: ignore[union-attr]
 
     def publish(self, event: Event) -> None:
+        if event.type == "session.created" and self._by_session:
+            self._adopt(event)
         session_id = event.session_id if self._by_session else None
         scoped = self._by_session.get(session_id, []) if session_id is not None else []
         for subscriber in (*self._everywhere, *scoped):  # a copy: offer() may unsubscribe

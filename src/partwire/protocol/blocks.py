@@ -1,30 +1,43 @@
-"""SessionEvent blocks: partwire's events as ``{type, payload, context}`` conversation events.
+"""partwire's events as seed 004's SessionEvents and ConversationBlocks.
 
-``SessionEvents`` is a pure adapter from partwire events (all sessions, in log order) to
-SessionEvents; each carries ``id`` ``<event id>:<n>`` so a client resumes after exactly the
-one it saw. ``reduce_session_event`` is the reducer every client shares (the TypeScript
-one in clients/js does the same), and ``blocks_of`` gives the blocks of stored messages.
+``SessionEvents(root)`` is a pure fold from partwire events (in log order) to the seed's
+``{type, payload, context}`` events of one session and of its sub-agents' sessions; each
+carries ``id`` ``<event id>:<n>`` so a client resumes after exactly the one it saw.
+``blocks_of`` and ``conversation_of`` give the blocks a reducer holds after a session's
+stored messages.
 
-Mapping: text → ``text`` block, reasoning → ``thinking``, a tool call → ``tool_use`` (its
-result adds ``tool_result``), an image file → ``image``; text and reasoning stream as
-``block:delta``; ``block:upsert`` may name the block it goes ``after`` (a tool result
-follows its call). Blocks are ``pending`` until their part ends; ``session:idle`` completes
-any left pending. Status, queries (one per prompt run), sub-agents (from the task tool),
-files (write, edit, apply_patch, patch parts), transcript changes, the session's tool
-environment (ee:*, with the session), errors, logs (retries, compaction) and session
-options follow.
+Mapping (the seed's own opencode converter reads opencode's events the same way):
+
+- a user's text → ``user_message`` (an image it attached: image content); assistant text
+  → ``assistant_text``; reasoning → ``thinking``: upserted when the part starts, streamed
+  with ``block:delta``, upserted whole (``complete``) when it ends;
+- a tool call → ``tool_use`` (pending → complete | error), its result ``tool_result``
+  (``result-<part id>``, output or error, ``isError``, ``durationMs``) when it finishes;
+- a sub-agent call (a tool whose metadata names a child session: the task tool) →
+  ``subagent:spawned`` / ``subagent:completed``; the child session's own events follow in
+  the same stream with ``conversationId`` = the child's session id (the spawned event's
+  ``agentId``), as the seed's reducer routes them;
+- ``session.status`` → ``status`` and ``query:started``; ``session.idle`` →
+  ``session:idle`` and ``query:completed`` | ``query:failed``; a completed assistant
+  message → ``metadata:update`` (its usage and cost; ``session`` holds the totals so far);
+  a user message naming a new model → ``options:update``; ``session.created`` →
+  ``ee:creating``, ``session:initialized``, ``ee:ready``; ``session.deleted`` →
+  ``ee:terminated``; write / edit / apply_patch / patch parts → ``file:*``; retries and
+  compaction → ``log``; ``session.error`` → ``error``.
+
+Block and sub-agent timestamps are the times the store keeps (a part's start, else its
+message's creation; a result's end), so a fold of the events equals the stored blocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any
 
-from pydantic import Field
-
-from partwire.protocol.jsonread import JSONMap, list_of, map_of, text_of
-from partwire.schema.base import JSON, JSONObject, Tokens, WireModel
+from partwire.protocol.jsonread import list_of, text_of
+from partwire.protocol.session_state import ConversationState, SubagentState
+from partwire.schema.base import Tokens, WireModel
 from partwire.schema.event import (
     Event,
     MessageInfo,
@@ -37,101 +50,250 @@ from partwire.schema.event import (
 )
 from partwire.schema.message import AssistantMessage, Message, MessageWithParts, error_text
 from partwire.schema.part import FilePart, Part, ReasoningPart, TextPart, ToolPart, part_finished
-from partwire.schema.session import Session
+from partwire.schema.session_events import (
+    ActiveQuery,
+    AssistantTextBlock,
+    BlockDelta,
+    BlockUpsert,
+    EnvironmentCreating,
+    EnvironmentReady,
+    EnvironmentState,
+    EnvironmentTerminated,
+    ErrorPayload,
+    FileChanged,
+    FileDeleted,
+    ImageContent,
+    ImageSource,
+    Log,
+    MetadataUpdate,
+    OptionsUpdate,
+    QueryCompleted,
+    QueryFailed,
+    QueryStarted,
+    RuntimeStatus,
+    SessionEvent,
+    SessionEventContext,
+    SessionIdle,
+    SessionInitialized,
+    SessionMetadata,
+    SessionOptions,
+    Source,
+    Status,
+    SubagentBlock,
+    SubagentCompleted,
+    SubagentSpawned,
+    TextContent,
+    ThinkingBlock,
+    TokenUsage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessageBlock,
+    WorkspaceFile,
+    iso,
+)
 
-BlockType = Literal["text", "thinking", "tool_use", "tool_result", "image"]
-BLOCK_EVENTS = ("block:upsert", "block:delta")
 FILE_TOOLS = ("write", "edit", "apply_patch")
+# what the runner (the agent's execution) says; the rest is the server's
+RUNNER_EVENTS = frozenset(
+    ("block:upsert", "block:delta", "metadata:update", "subagent:spawned",
+     "subagent:completed", "log", "error", "session:idle")
+)  # fmt: skip
+# what a sub-agent's session adds to its parent's stream: its conversation, not its runtime
+SUBAGENT_EVENTS = RUNNER_EVENTS - {"metadata:update"} | {
+    "file:created", "file:modified", "file:deleted"
+}  # fmt: skip
+
+# one SessionEvent in the making: its type, payload and (for a sub-agent block) timestamp
+Made = tuple[str, WireModel, str | None]
 
 
-Source = Literal["user", "assistant", "tool", "system"]
-# one SessionEvent in the making: its type, payload and source
-Made = tuple[str, JSONMap, Source]
+# ---- blocks of parts ----------------------------------------------------------------------
 
 
-def _source(role: str) -> Source:
-    return "user" if role == "user" else "assistant"
+def _meta(part: Part) -> dict[str, Any]:
+    return {"messageId": part.message_id}
 
 
-class SessionEventContext(WireModel):
-    session_id: str = Field(alias="sessionId")
-    conversation_id: str = Field(alias="conversationId")
-    source: Source
-    timestamp: int
-
-
-class SessionEvent(WireModel):
-    id: str
-    type: str
-    payload: dict[str, Any]
-    context: SessionEventContext
-
-
-def is_conversation_event(event: SessionEvent | JSONMap) -> bool:
-    """Whether the event changes the conversation's blocks (the transcript a UI draws)."""
-    kind = event.type if isinstance(event, SessionEvent) else event.get("type")
-    return kind in BLOCK_EVENTS or kind == "session:idle"
-
-
-# ---- blocks -------------------------------------------------------------------------------
-
-
-def _block(part: Part, role: str) -> JSONObject | None:
-    """The block a part is, or None for parts that are not blocks."""
-    base = {"id": part.id, "messageId": part.message_id, "role": role}
+def block_of(part: Part, role: str, created: int, model: str | None) -> WireModel | None:
+    """The block a part is (None: a part that is no block). ``created``: its message's
+    creation time; ``model``: the model that wrote it (assistant text)."""
     if isinstance(part, TextPart | ReasoningPart):
-        ended = part_finished(part)
-        kind = "text" if isinstance(part, TextPart) else "thinking"
-        return {
-            **base,
-            "type": kind,
-            "status": "complete" if ended else "pending",
-            "text": part.text,
-        }
-    if isinstance(part, ToolPart):
-        done = part_finished(part)
-        return {
-            **base,
-            "type": "tool_use",
-            "status": "complete" if done else "pending",
-            "toolUseId": part.call_id,
-            "name": part.tool,
-            "input": part.state.input,
-        }
-    if isinstance(part, FilePart) and part.mime.startswith("image/"):
-        return {**base, "type": "image", "status": "complete", "mime": part.mime, "url": part.url}
+        at = iso(part.time.start if part.time is not None else created)
+        status = "complete" if part_finished(part) or role == "user" else "pending"
+        if role == "user":
+            if isinstance(part, ReasoningPart) or part.synthetic or part.ignored:
+                return None
+            return UserMessageBlock(
+                id=part.id, timestamp=at, status="complete", metadata=_meta(part),
+                content=part.text,
+            )  # fmt: skip
+        if isinstance(part, ReasoningPart):
+            return ThinkingBlock(
+                id=part.id, timestamp=at, status=status, metadata=_meta(part), content=part.text
+            )
+        return AssistantTextBlock(
+            id=part.id, timestamp=at, status=status, metadata=_meta(part), content=part.text,
+            model=model,
+        )  # fmt: skip
+    if isinstance(part, FilePart) and role == "user":
+        if part.mime.startswith("image/"):
+            source = ImageSource(type="url", data=part.url, media_type=part.mime)
+            content: list[TextContent | ImageContent] = [ImageContent(source=source)]
+        else:
+            content = [TextContent(text=f"[file] {part.filename or part.url}")]
+        return UserMessageBlock(
+            id=part.id, timestamp=iso(created), status="complete", metadata=_meta(part),
+            content=content,
+        )  # fmt: skip
+    if isinstance(part, ToolPart) and _child_of(part) is None:
+        state = part.state
+        status = {"completed": "complete", "error": "error"}.get(state.status, "pending")
+        return ToolUseBlock(
+            id=part.id, timestamp=iso(created), status=status, metadata=_meta(part),
+            tool_name=part.tool, tool_use_id=part.call_id, input=state.input,
+            display_name=getattr(state, "title", None) or None,
+        )  # fmt: skip
     return None
 
 
-def _result_block(part: ToolPart, role: str) -> JSONObject | None:
+def result_of(part: ToolPart) -> ToolResultBlock | None:
+    """A finished tool call's ``tool_result`` block (None: not finished)."""
+    state = part.state
+    if state.status == "completed":
+        output, failed = state.output, False
+    elif state.status == "error":
+        output, failed = state.error, True
+    else:
+        return None
+    return ToolResultBlock(
+        id=f"result-{part.id}", timestamp=iso(state.time.end), status="complete",
+        metadata=_meta(part), tool_use_id=part.call_id, output=output, is_error=failed,
+        duration_ms=state.time.end - state.time.start,
+    )  # fmt: skip
+
+
+def _child_of(part: ToolPart) -> str | None:
+    """The session a sub-agent call runs in (its metadata names it), or None."""
+    metadata = getattr(part.state, "metadata", None) or {}
+    child = metadata.get("sessionId")
+    if isinstance(child, str) and child:
+        return child
+    return "" if part.tool == "task" else None  # a task call whose child is not made yet
+
+
+def _spawned(part: ToolPart) -> SubagentSpawned:
+    given = part.state.input
+    prompt = given.get("prompt") or given.get("description") or ""
+    kind, about = given.get("subagent_type"), given.get("description")
+    return SubagentSpawned(
+        tool_use_id=part.call_id, agent_id=_child_of(part) or None, prompt=str(prompt),
+        subagent_type=kind if isinstance(kind, str) else None,
+        description=about if isinstance(about, str) else None,
+    )  # fmt: skip
+
+
+def _completed(part: ToolPart) -> SubagentCompleted | None:
     state = part.state
     if state.status not in ("completed", "error"):
         return None
-    failed = state.status == "error"
-    content = getattr(state, "error" if failed else "output")
-    return {
-        "id": f"{part.id}:result",
-        "messageId": part.message_id,
-        "role": role,
-        "type": "tool_result",
-        "status": "complete",
-        "toolUseId": part.call_id,
-        "content": content,
-        "isError": failed,
-    }
+    done = state.status == "completed"
+    return SubagentCompleted(
+        tool_use_id=part.call_id, agent_id=_child_of(part) or None,
+        status="completed" if done else "failed",
+        output=state.output if state.status == "completed" else state.error,
+        duration_ms=state.time.end - state.time.start,
+    )  # fmt: skip
 
 
-def blocks_of(messages: list[MessageWithParts]) -> list[JSONObject]:
-    """The blocks of stored messages, as a reducer that saw their events holds them."""
-    out: list[JSONObject] = []
+def in_call_order(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``blocks`` with each ``tool_result`` right after its ``tool_use``. Results arrive
+    as their tools finish (parallel calls finish in any order); the store keeps them with
+    their calls."""
+    results = {b.get("toolUseId"): b for b in blocks if b.get("type") == "tool_result"}
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "tool_result" and block.get("toolUseId") in results:
+            continue
+        out.append(block)
+        if block.get("type") == "tool_use" and (
+            result := results.pop(block.get("toolUseId"), None)
+        ):
+            out.append(result)
+    return out + list(results.values())
+
+
+def _empty_text(block: Mapping[str, Any]) -> bool:
+    kind, content = block.get("type"), block.get("content")
+    return kind in ("assistant_text", "thinking") and not str(content or "").strip()
+
+
+def blocks_of(messages: Iterable[MessageWithParts]) -> list[dict[str, Any]]:
+    """One conversation's blocks after its stored messages, results with their calls, as
+    the shared reducer holds them once the session is idle."""
+    out: list[dict[str, Any]] = []
     for entry in messages:
+        info = entry.info
+        model = info.model_id if isinstance(info, AssistantMessage) else None
         for part in entry.parts:
-            block = _block(part, entry.info.role)
-            if block is not None:
-                out.append(block)
-            if isinstance(part, ToolPart) and (result := _result_block(part, "tool")):
-                out.append(result)
+            block = block_of(part, info.role, info.time.created, model)
+            if block is not None and not _empty_text(wired := block.wire()):
+                out.append(wired)
+            if isinstance(part, ToolPart) and _child_of(part) is not None:
+                out.append(_subagent_block(part, info.time.created))
+            elif isinstance(part, ToolPart) and (result := result_of(part)) is not None:
+                out.append(result.wire())
     return out
+
+
+def _subagent_block(part: ToolPart, created: int) -> dict[str, Any]:
+    spawned, completed = _spawned(part), _completed(part)
+    block = SubagentBlock(
+        id=f"subagent-block-{part.call_id}", timestamp=iso(created), status="pending",
+        tool_use_id=part.call_id, name=spawned.subagent_type, input=spawned.prompt,
+    )  # fmt: skip
+    if completed is not None:
+        block.status = "complete" if completed.status == "completed" else "error"
+        block.output, block.duration_ms = completed.output, completed.duration_ms
+        if completed.agent_id:
+            block.subagent_id = f"agent-{completed.agent_id}"
+    return block.wire()
+
+
+def conversation_of(
+    session_id: str, messages: Mapping[str, list[MessageWithParts]]
+) -> ConversationState:
+    """The reducer's ``{blocks, subagents}`` of a session and its sub-agents' sessions
+    (``messages``: each session's stored messages, by session id)."""
+    state: ConversationState = {"blocks": blocks_of(messages.get(session_id, [])), "subagents": []}
+    pending = [session_id]
+    while pending:
+        for entry in messages.get(pending.pop(), []):
+            for part in entry.parts:
+                if not isinstance(part, ToolPart) or not (child := _child_of(part)):
+                    continue
+                state["subagents"].append(_subagent_state(part, child, messages))
+                pending.append(child)
+    return state
+
+
+def _subagent_state(
+    part: ToolPart, child: str, messages: Mapping[str, list[MessageWithParts]]
+) -> SubagentState:
+    spawned, completed = _spawned(part), _completed(part)
+    entry: SubagentState = {
+        "toolUseId": part.call_id,
+        "agentId": child,
+        "blocks": blocks_of(messages.get(child, [])),
+        "status": "running",
+        "prompt": spawned.prompt,
+    }
+    if completed is not None:
+        entry["status"] = "success" if completed.status == "completed" else "error"
+        if completed.output is not None:
+            entry["output"] = completed.output
+        if completed.duration_ms is not None:
+            entry["durationMs"] = completed.duration_ms
+    return entry
 
 
 # ---- the adapter --------------------------------------------------------------------------
@@ -139,42 +301,56 @@ def blocks_of(messages: list[MessageWithParts]) -> list[JSONObject]:
 
 @dataclass
 class _Session:
+    conversation: str  # "main", or the session id a sub-agent's events are routed by
+    directory: str = ""
     roles: dict[str, str] = field(default_factory=dict)  # message id → role
+    created: dict[str, int] = field(default_factory=dict)  # message id → creation time
+    models: dict[str, str] = field(default_factory=dict)  # assistant message id → model id
     parts: dict[str, Part] = field(default_factory=dict)  # part id → latest part
     totals: dict[str, tuple[Tokens, float]] = field(default_factory=dict)
-    query: str | None = None
-    failed: bool = False
-    busy: bool = False
+    user_text: dict[str, str] = field(default_factory=dict)  # user message id → its text
     last_user: str | None = None
-    spawned: set[str] = field(default_factory=set)
+    model: str | None = None  # provider/model the last prompt named
+    busy_since: int | None = None
+    failure: str | None = None
+    agents: dict[str, str | None] = field(default_factory=dict)  # call id → child announced
     timestamp: int = 0
 
 
 class SessionEvents:
-    """partwire events → SessionEvents, for every session; feed events in log order."""
+    """partwire events → SessionEvents of one session (``root``) and its sub-agents'
+    sessions; feed it events in log order (other sessions' are ignored)."""
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._sessions: dict[str, _Session] = {root: _Session("main")}
+
+    @property
+    def sessions(self) -> set[str]:
+        """The sessions whose events this stream carries: the root and its sub-agents."""
+        return set(self._sessions)
 
     def convert(self, event: Event) -> list[SessionEvent]:
         session_id = event.session_id
-        if session_id is None:
+        state = self._sessions.get(session_id) if session_id is not None else None
+        if state is None:
             return []
-        state = self._sessions.setdefault(session_id, _Session())
         made = self._made(event, state)
+        if state.conversation != "main":
+            made = [m for m in made if m[0] in SUBAGENT_EVENTS]
         return [
             SessionEvent(
                 id=f"{event.id}:{n}",
                 type=kind,
-                payload=payload,
+                payload=payload.wire(),
                 context=SessionEventContext(
-                    session_id=session_id,
-                    conversation_id=session_id,
-                    source=source,
-                    timestamp=state.timestamp,
+                    session_id=self.root,
+                    conversation_id=state.conversation,
+                    source=_source(kind),
+                    timestamp=at or iso(state.timestamp),
                 ),
             )
-            for n, (kind, payload, source) in enumerate(made)
+            for n, (kind, payload, at) in enumerate(made)
         ]
 
     def _made(self, event: Event, state: _Session) -> list[Made]:
@@ -189,243 +365,189 @@ class SessionEvents:
             case SessionStatusProps() as status:
                 return self._status(status, state)
             case SessionRef() if event.type == "session.idle":
-                return self._idle(state)
+                return self._idle(event, state)
             case SessionErrorProps() as failed:
-                state.failed = True
-                name = failed.error.name if failed.error is not None else None
-                message = error_text(failed.error) if failed.error is not None else "error"
-                return [("error", {"name": name, "message": message}, "system")]
+                error = failed.error
+                message = error_text(error) if error is not None else "error"
+                state.failure = message
+                return [("error", ErrorPayload(message=message, code=error and error.name), None)]
             case SessionInfo() as session:
-                return self._session(event.type, session.info, state)
+                return self._session(event.type, session, state)
         return []
 
-    def _session(self, kind: str, info: Session, state: _Session) -> list[Made]:
+    def _session(self, kind: str, props: SessionInfo, state: _Session) -> list[Made]:
+        info = props.info
         if kind == "session.created":
-            state.timestamp = info.time.created
-            ready = {"directory": info.directory}
-            init = {"title": info.title, "parentId": info.parent_id, "directory": info.directory}
-            return [("ee:creating", ready, "system"), ("session:initialized", init, "system"),
-                    ("ee:ready", ready, "system")]  # fmt: skip
-        if kind == "session.updated":
-            state.timestamp = max(state.timestamp, info.time.updated)
-            rules = [r.wire() for r in info.permission or []]
-            return [("options:update", {"title": info.title, "permission": rules}, "system")]
-        return [("ee:terminated", {"directory": info.directory}, "system")]
+            state.timestamp, state.directory = info.time.created, info.directory
+            opening = EnvironmentCreating(status_message=f"opening {info.directory}")
+            new = SessionInitialized(
+                is_new=True, has_transcript=False, workspace_file_count=0, block_count=0
+            )
+            ready = EnvironmentReady(ee_id=info.directory)
+            return [("ee:creating", opening, None), ("session:initialized", new, None),
+                    ("ee:ready", ready, None)]  # fmt: skip
+        if kind == "session.deleted":
+            return [("ee:terminated", EnvironmentTerminated(reason="manual"), None)]
+        return []
 
     def _delta(self, props: PartDeltaProps, state: _Session) -> list[Made]:
         part = state.parts.get(props.part_id)
         if not isinstance(part, TextPart | ReasoningPart) or props.field != "text":
             return []
-        source: Source = "user" if state.roles.get(part.message_id) == "user" else "assistant"
-        return [("block:delta", {"blockId": props.part_id, "delta": props.delta}, source)]
+        if state.roles.get(part.message_id) == "user":
+            return []
+        return [("block:delta", BlockDelta(block_id=props.part_id, delta=props.delta), None)]
+
+    def _runtime(self, state: _Session, message: str | None = None) -> Status:
+        environment = EnvironmentState(id=state.directory, status="ready", status_message=message)
+        query = None if state.busy_since is None else ActiveQuery(started_at=state.busy_since)
+        runtime = RuntimeStatus(
+            is_loaded=True, execution_environment=environment, active_query=query
+        )
+        return Status(runtime=runtime)
 
     def _status(self, props: SessionStatusProps, state: _Session) -> list[Made]:
-        status = props.status.wire()
-        out: list[Made] = [("status", {"status": status}, "system")]
-        if props.status.type != "idle" and not state.busy:
-            state.busy, state.failed, state.query = True, False, state.last_user or ""
-            out.append(("query:started", {"queryId": state.query}, "system"))
+        out: list[Made] = []
+        status = props.status
+        if status.type != "idle" and state.busy_since is None:
+            state.busy_since, state.failure = state.timestamp, None
+            text = state.user_text.get(state.last_user or "", "")
+            out.append(("query:started", QueryStarted(message=text), None))
+        message = getattr(status, "message", None) if status.type == "retry" else None
+        out.insert(0, ("status", self._runtime(state, message), None))
         return out
 
-    def _idle(self, state: _Session) -> list[Made]:
-        out: list[Made] = [("session:idle", {}, "system")]
-        if state.busy:
-            state.busy = False
-            ended = "query:failed" if state.failed else "query:completed"
-            out.append((ended, {"queryId": state.query}, "system"))
+    def _idle(self, event: Event, state: _Session) -> list[Made]:
+        session_id = event.session_id or ""
+        out: list[Made] = [("session:idle", SessionIdle(session_id=session_id), None)]
+        if state.busy_since is not None:
+            took = max(0, state.timestamp - state.busy_since)
+            state.busy_since = None
+            if state.failure is not None:
+                out.append(("query:failed", QueryFailed(error=state.failure), None))
+            else:
+                out.append(("query:completed", QueryCompleted(duration_ms=took), None))
+            out.append(("status", self._runtime(state), None))
         return out
 
     def _message(self, info: Message, state: _Session) -> list[Made]:
+        first = info.id not in state.roles
         state.roles[info.id] = info.role
+        state.created[info.id] = info.time.created
         state.timestamp = max(state.timestamp, info.time.created)
         if info.role == "user":
             state.last_user = info.id
-            return [("transcript:changed", {"messageId": info.id}, "user")]
+            model = f"{info.model.provider_id}/{info.model.model_id}"
+            if not first or model == state.model:
+                return []
+            state.model = model
+            return [("options:update", OptionsUpdate(options=SessionOptions(model=model)), None)]
         assert isinstance(info, AssistantMessage)
-        out: list[Made] = [("transcript:changed", {"messageId": info.id}, "assistant")]
-        if info.time.completed is not None:
-            state.failed = state.failed or info.error is not None
-            state.timestamp = max(state.timestamp, info.time.completed)
-            state.totals[info.id] = (info.tokens, info.cost)
-            out.append(("transcript:written", {"messageId": info.id}, "assistant"))
-            out.append(("metadata:update", _metadata(info, state), "system"))
-        return out
+        state.models[info.id] = info.model_id
+        if info.time.completed is None or info.id in state.totals:
+            return []
+        if info.error is not None:
+            state.failure = error_text(info.error)
+        state.timestamp = max(state.timestamp, info.time.completed)
+        state.totals[info.id] = (info.tokens, info.cost)
+        return [("metadata:update", _metadata(info, state), None)]
 
     def _part(self, part: Part, state: _Session) -> list[Made]:
         role = state.roles.get(part.message_id, "assistant")
         before = state.parts.get(part.id)
         state.parts[part.id] = part
+        created = state.created.get(part.message_id, state.timestamp)
         out: list[Made] = []
-        block = _block(part, role)
-        source: Source = "tool" if isinstance(part, ToolPart) else _source(role)
+        if role == "user" and isinstance(part, TextPart) and not part.synthetic:
+            text = state.user_text.get(part.message_id)
+            state.user_text[part.message_id] = part.text if text is None else f"{text}\n{part.text}"
+        block = block_of(part, role, created, state.models.get(part.message_id))
         if block is not None:
-            out.append(("block:upsert", {"block": block}, source))
+            out.append(("block:upsert", BlockUpsert(block=block.wire()), None))
         if isinstance(part, ToolPart):
-            out += self._tool(part, before, state)
+            out += self._tool(part, before, state, created)
         elif part.type == "patch":
-            out += [("file:modified", {"path": path}, "tool") for path in part.files]
+            out += [("file:modified", _file(path), None) for path in part.files]
         elif part.type == "retry":
             message = f"retry {part.attempt}: {part.error.data.message}"
-            out.append(("log", {"level": "warn", "message": message}, "system"))
+            out.append(("log", Log(level="warn", message=message), None))
         elif part.type == "compaction":
-            out.append(("log", {"level": "info", "message": "the session was compacted"}, "system"))
+            out.append(("log", Log(level="info", message="the session was compacted"), None))
         return out
 
-    def _tool(self, part: ToolPart, before: Part | None, state: _Session) -> list[Made]:
+    def _tool(
+        self, part: ToolPart, before: Part | None, state: _Session, created: int
+    ) -> list[Made]:
         out: list[Made] = []
+        child = _child_of(part)
+        if child is not None and state.agents.get(part.call_id, "-") != child:
+            # announced when the call appears, and again once its session is known
+            state.agents[part.call_id] = child
+            if child and child not in self._sessions:
+                self._sessions[child] = _Session(child)
+            out.append(("subagent:spawned", _spawned(part), iso(created)))
         was_done = isinstance(before, ToolPart) and part_finished(before)
-        metadata: JSONMap = getattr(part.state, "metadata", None) or {}
-        child = metadata.get("sessionId")
-        if part.tool == "task" and isinstance(child, str) and child not in state.spawned:
-            state.spawned.add(child)
-            out.append(
-                ("subagent:spawned", {"sessionId": child, "toolUseId": part.call_id}, "tool")
-            )
         if not part_finished(part) or was_done:
             return out
-        result = _result_block(part, "tool")
+        if child is not None:
+            completed = _completed(part)
+            assert completed is not None
+            return [*out, ("subagent:completed", completed, None)]
+        result = result_of(part)
         assert result is not None
-        # a result sits right after its call, wherever the call is (as in the store)
-        out.append(("block:upsert", {"block": result, "after": part.id}, "tool"))
-        if part.tool == "task" and isinstance(child, str):
-            out.append(
-                ("subagent:completed", {"sessionId": child, "toolUseId": part.call_id}, "tool")
-            )
+        out.append(("block:upsert", BlockUpsert(block=result.wire()), None))
         if part.state.status == "completed" and part.tool in FILE_TOOLS:
-            out += [(kind, {"path": path}, "tool") for kind, path in _file_changes(part, metadata)]
+            out += _file_changes(part)
         return out
 
 
-def _metadata(info: AssistantMessage, state: _Session) -> JSONObject:
-    """The session's token and cost totals so far, and the model that answered last."""
+def _source(kind: str) -> Source:
+    return "runner" if kind in RUNNER_EVENTS else "server"
+
+
+def _usage(tokens: Tokens) -> TokenUsage:
+    counted = tokens.input + tokens.output + tokens.reasoning + tokens.cache.read
+    total = tokens.total if tokens.total is not None else counted + tokens.cache.write
+    return TokenUsage(
+        input_tokens=tokens.input, output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache.read, cache_write_tokens=tokens.cache.write,
+        thinking_tokens=tokens.reasoning, total_tokens=total,
+    )  # fmt: skip
+
+
+def _metadata(info: AssistantMessage, state: _Session) -> MetadataUpdate:
+    """The usage and cost of the response that just ended, the model that gave it, and
+    (``session``, a key the seed's metadata allows) the session's totals so far."""
     total, cost = Tokens(), 0.0
     for used, spent in state.totals.values():
         total, cost = total.plus(used), cost + spent
-    tokens: JSONObject = {
-        "input": total.input,
-        "output": total.output,
-        "reasoning": total.reasoning,
-        "cache": {"read": total.cache.read, "write": total.cache.write},
-    }
-    model = {"providerID": info.provider_id, "modelID": info.model_id}
-    return {"tokens": tokens, "cost": cost, "model": model}
+    so_far = {"usage": _usage(total).wire(), "costUSD": cost}
+    metadata = SessionMetadata(
+        usage=_usage(info.tokens), cost_usd=info.cost, model=info.model_id, session=so_far
+    )
+    return MetadataUpdate(metadata=metadata)
 
 
-def _file_changes(part: ToolPart, metadata: JSONMap) -> list[tuple[str, str]]:
+def _file(path: str) -> FileChanged:
+    return FileChanged(file=WorkspaceFile(path=path))
+
+
+def _file_changes(part: ToolPart) -> list[Made]:
+    metadata = getattr(part.state, "metadata", None) or {}
     if part.tool == "apply_patch":
-        kinds = {"added": "file:created", "deleted": "file:deleted"}
-        return [
-            (kinds.get(text_of(d, "status"), "file:modified"), text_of(d, "file"))
-            for d in list_of(metadata, "files")
-            if isinstance(d, Mapping)
-        ]
-    path = metadata.get("filepath") or part.state.input.get("filePath")
-    if not isinstance(path, str):
+        out: list[Made] = []
+        for change in list_of(metadata, "files"):
+            if not isinstance(change, Mapping):
+                continue
+            path, status = text_of(change, "file"), text_of(change, "status")
+            if status == "deleted":
+                out.append(("file:deleted", FileDeleted(path=path), None))
+            else:
+                kind = "file:created" if status == "added" else "file:modified"
+                out.append((kind, _file(path), None))
+        return out
+    named = metadata.get("filepath") or part.state.input.get("filePath")
+    if not isinstance(named, str):
         return []
     created = part.tool == "write" and metadata.get("exists") is False
-    return [("file:created" if created else "file:modified", path)]
-
-
-# ---- the reducer --------------------------------------------------------------------------
-
-
-class SessionState(TypedDict):
-    """What a client holds of one session, as the reducer keeps it."""
-
-    blocks: list[JSONObject]
-    status: JSON
-    metadata: JSON
-    queries: dict[str, str]
-    subagents: dict[str, str]
-    files: dict[str, str]
-    transcript: dict[str, str]
-    environment: str | None
-    initialized: JSON
-    options: JSONObject
-    errors: list[JSON]
-    logs: list[JSON]
-    lastEventId: str | None
-
-
-def empty_state() -> SessionState:
-    return {
-        "blocks": [],
-        "status": {"type": "idle"},
-        "metadata": None,
-        "queries": {},
-        "subagents": {},
-        "files": {},
-        "transcript": {},
-        "environment": None,
-        "initialized": None,
-        "options": {},
-        "errors": [],
-        "logs": [],
-        "lastEventId": None,
-    }
-
-
-# families whose events record a verb under a key: query:started → queries[queryId] = "started"
-_KEYED = {
-    "query": ("queries", "queryId"),
-    "subagent": ("subagents", "sessionId"),
-    "file": ("files", "path"),
-    "transcript": ("transcript", "messageId"),
-}
-
-
-def reduce_session_event(state: SessionState, event: SessionEvent | JSONMap) -> SessionState:
-    """One session's state after ``event``: ``state``, changed in place and returned (a
-    copy per event would cost the whole transcript per delta). The TypeScript reducer in
-    clients/js follows exactly these rules."""
-    data = event.wire() if isinstance(event, SessionEvent) else event
-    kind, payload = text_of(data, "type"), map_of(data, "payload")
-    state["lastEventId"] = text_of(data, "id")
-    family, _, verb = kind.partition(":")
-    if family in _KEYED:
-        name, key = _KEYED[family]
-        keyed = {
-            "queries": state["queries"],
-            "subagents": state["subagents"],
-            "files": state["files"],
-            "transcript": state["transcript"],
-        }[name]
-        keyed[str(payload.get(key))] = verb
-    elif family == "ee":
-        state["environment"] = verb
-    elif family == "block" or kind == "session:idle":
-        _reduce_blocks(state["blocks"], kind, payload)
-    elif kind == "status":
-        state["status"] = payload.get("status")
-    elif kind == "metadata:update":
-        state["metadata"] = payload
-    elif kind == "session:initialized":
-        state["initialized"] = payload
-    elif kind == "options:update":
-        state["options"] = {**state["options"], **payload}
-    elif kind in ("error", "log"):
-        state["errors" if kind == "error" else "logs"].append(payload.get("message"))
-    return state
-
-
-def _index(blocks: list[JSONObject], block_id: JSON) -> int | None:
-    return next((i for i, b in enumerate(blocks) if b["id"] == block_id), None)
-
-
-def _reduce_blocks(blocks: list[JSONObject], kind: str, payload: JSONMap) -> None:
-    if kind == "block:upsert":
-        block = dict(map_of(payload, "block"))  # a copy: deltas change the state, never the event
-        index = _index(blocks, block.get("id"))
-        if index is not None:
-            blocks[index] = block
-            return
-        after = _index(blocks, payload.get("after"))
-        blocks.insert(len(blocks) if after is None else after + 1, block)
-    elif kind == "block:delta":
-        for block in blocks:
-            text = block.get("text")
-            if block.get("id") == payload.get("blockId") and isinstance(text, str):
-                block["text"] = text + text_of(payload, "delta")
-    else:  # session:idle: whatever is still pending is as final as it will get
-        for block in blocks:
-            block["status"] = "complete"
+    return [("file:created" if created else "file:modified", _file(named), None)]

@@ -46,14 +46,14 @@ def item_id(event: Event, n: int) -> str | None:
 
 async def session_events(
     store: Store,
-    session_id: str,
+    session_id: str | Sequence[str],
     types: Sequence[str],
     *,
     through: str,
     after: str | None = None,
 ) -> AsyncIterator[Event]:
-    """The session's logged events of ``types`` after ``after`` (None: from the start) up
-    to ``through``, oldest first, read a page at a time (EventLogGap as the store's)."""
+    """The session's (or sessions') logged events of ``types`` after ``after`` (None: from
+    the start) up to ``through``, oldest first, a page at a time (EventLogGap as the store's)."""
     wanted = list(types)
     while True:
         page = await store.session_page(
@@ -87,16 +87,21 @@ async def resume_session(
     fold_types: Sequence[str],
     send_types: Sequence[str],
     send_all: bool = False,
+    family: Sequence[str] = (),
+    newest: str | None = None,
 ) -> AsyncIterator[Resumed]:
     """The session from its start: events up to ``through`` are folded (so an adapter's
     numbering and state match what the client has), and sent only with ``send_all``; of
     the event at ``through`` the items after ``seen`` are sent; every event after it up to
     the newest is sent whole. EventLogGap when the log no longer holds the session's start
-    (or the store's own gap)."""
-    newest = await store.last_event_id() or through
+    (or the store's own gap). ``family``: other sessions whose events go with it (its
+    sub-agents'), in log order; ``newest``: where the history ends (default: the log's
+    newest event now)."""
+    newest = newest or await store.last_event_id() or through
+    sessions = [session_id, *family] if family else session_id
     started = False
-    async for event in session_events(store, session_id, fold_types, through=through):
-        started = started or event.type == "session.created"
+    async for event in session_events(store, sessions, fold_types, through=through):
+        started = started or (event.type == "session.created" and event.session_id == session_id)
         if not started:
             break
         if send_all:
@@ -107,7 +112,7 @@ async def resume_session(
             yield Resumed(event, None, through)
     if not started:
         raise EventLogGap(None)  # the session's start was pruned: its folds are unknown
-    async for event in session_events(store, session_id, send_types, through=newest, after=through):
+    async for event in session_events(store, sessions, send_types, through=newest, after=through):
         yield Resumed(event, 0, event.id)
     yield Resumed(None, None, newest)
 

@@ -2,10 +2,12 @@
 (``/socket.io``, on the same app and port) or a plain WebSocket (``GET /ws``).
 
 A client sends ``subscribe`` ``{sessionId, since?}`` and receives every event of that
-session as ``session:event`` (one Socket.IO room per session). Without ``since`` it gets
-the session from its first event; with it, exactly what followed that event id. Both are
-read back from the event log; when the log no longer holds them the client gets
-``session:resync`` with the state rebuilt from the store instead, then live events. Each
+session, seed 004's SessionEvents (protocol/blocks.py), as ``session:event`` (one
+Socket.IO room per session); its sub-agents' sessions come in the same stream, each with
+its own ``conversationId``. Without ``since`` it gets the session from its first event;
+with it, exactly what followed that event id. Both are read back from the event log; when
+the log no longer holds them the client gets ``session:resync`` with the conversation
+(``{blocks, subagents}``) rebuilt from the store instead, then live events. Each
 subscription reads its own bounded bus queue, so a slow client has its deltas merged and,
 past the limit, gets ``session:resync`` (and subscribes again with ``since``) rather than
 growing the server's memory.
@@ -25,7 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope
 from starlette.types import Send as ASGISend
 
 if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start-up
-    from partwire.protocol.blocks import SessionEvent, SessionEvents
+    from partwire.protocol.blocks import SessionEvents
+    from partwire.schema.session_events import SessionEvent
 
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError, TooManyRequestsError
@@ -66,6 +69,10 @@ async def _history(
         through, seen = newest, None
     else:
         through, seen = parse_cursor(since)
+    # the log's end first, then the sub-agent sessions made by then; any made later are
+    # taken by the subscription (opened before this)
+    newest = await store.last_event_id() or through
+    family = await _subagent_sessions(runtime, session_id)
     async for step in resume_session(
         store,
         session_id,
@@ -74,26 +81,46 @@ async def _history(
         fold_types=SESSION_EVENTS,
         send_types=SESSION_EVENTS,
         send_all=since is None,
+        family=family,
+        newest=newest,
     ):
         if step.event is None:
             yield [], step.place
             continue
-        made = [e for e in adapter.convert(step.event) if e.context.session_id == session_id]
+        made = adapter.convert(step.event)
         if step.send_from is not None:
             yield made[step.send_from :], step.place
+
+
+async def _subagent_sessions(runtime: Runtime, session_id: str) -> list[str]:
+    """The sessions created under ``session_id`` (and under those), oldest first."""
+    children: dict[str, list[str]] = {}
+    for session in await runtime.store.list_sessions():
+        if session.parent_id is not None:
+            children.setdefault(session.parent_id, []).append(session.id)
+    found: list[str] = []
+    pending = [session_id]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
 
 
 async def _resync(
     runtime: Runtime, session_id: str, reason: str
 ) -> tuple[dict[str, Any], str | None]:
-    from partwire.protocol.blocks import blocks_of, empty_state
+    """The session's conversation (``{blocks, subagents}``, as the shared reducer holds
+    it) rebuilt from the store, and the event id live events go on from."""
+    from partwire.protocol.blocks import conversation_of
 
     messages, newest = await runtime.store.snapshot_messages(session_id)
-    state = empty_state()
-    state["blocks"] = blocks_of(messages)
-    state["status"] = runtime.status.get(session_id).wire()
-    state["lastEventId"] = newest
-    return {"sessionId": session_id, "state": state, "message": reason}, newest
+    by_session = {session_id: messages}
+    for child in await _subagent_sessions(runtime, session_id):
+        by_session[child], _ = await runtime.store.snapshot_messages(child)
+    state = conversation_of(session_id, by_session)
+    payload = {"sessionId": session_id, "state": state, "lastEventId": newest, "message": reason}
+    return payload, newest
 
 
 async def follow(runtime: Runtime, session_id: str, since: str | None, send: Send) -> None:
@@ -101,8 +128,8 @@ async def follow(runtime: Runtime, session_id: str, since: str | None, send: Sen
     from partwire.protocol.blocks import SessionEvents
 
     # before the log is read
-    subscription = runtime.bus.subscribe(*SESSION_EVENTS, session_id=session_id)
-    adapter = SessionEvents()
+    subscription = runtime.bus.subscribe(*SESSION_EVENTS, session_id=session_id, with_children=True)
+    adapter = SessionEvents(session_id)
     last: list[str | None] = [since]  # the id of the last SessionEvent the client got
 
     async def deliver(event: SessionEvent) -> None:
@@ -121,7 +148,7 @@ async def follow(runtime: Runtime, session_id: str, since: str | None, send: Sen
             payload, sent = await _resync(runtime, session_id, reason)
             await send("session:resync", payload)
             last[0] = sent
-        if not await _live(subscription, adapter, session_id, sent, deliver):
+        if not await _live(subscription, adapter, sent, deliver):
             raise FellBehind
     except FellBehind:
         message = "This subscription fell too far behind; subscribe again with since."
@@ -135,7 +162,6 @@ async def follow(runtime: Runtime, session_id: str, since: str | None, send: Sen
 async def _live(
     subscription: Subscription,
     adapter: SessionEvents,
-    session_id: str,
     sent: str | None,
     deliver: Callable[[SessionEvent], Awaitable[None]],
 ) -> bool:
@@ -143,8 +169,6 @@ async def _live(
     while (first := await subscription.get()) is not None:
         batch, sent = unsent([first, *subscription.drain()], sent)
         for event in batch:
-            if event.session_id != session_id:
-                continue
             for made in adapter.convert(event):
                 await deliver(made)
     return not subscription.overflowed

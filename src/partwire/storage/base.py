@@ -6,6 +6,7 @@ Every write takes the events that describe it; the store commits the change and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from partwire.schema.event import Draft, Event, PartDeltaProps
@@ -95,9 +96,16 @@ class Store(Protocol):
         ...
 
     async def session_page(
-        self, session_id: str, types: list[str], *, after: str | None, through: str, limit: int
+        self,
+        session_id: str | Sequence[str],
+        types: list[str],
+        *,
+        after: str | None,
+        through: str,
+        limit: int,
     ) -> list[Event]:
-        """Up to ``limit`` logged events of ``types`` that name ``session_id``, after
+        """Up to ``limit`` logged events of ``types`` that name ``session_id`` (or any of
+        several), after
         ``after`` (None: from the log's start) and up to and including ``through``, parsed,
         oldest first: a session's history is read a page at a time, never whole.
         EventLogGap when the log cannot say (either id unknown)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -412,16 +412,25 @@ class SqliteStore:
         return Event(event_id, kind, _UNPARSED, json=event_json(event_id, kind, properties))
 
     async def session_page(
-        self, session_id: str, types: list[str], *, after: str | None, through: str, limit: int
+        self,
+        session_id: str | Sequence[str],
+        types: list[str],
+        *,
+        after: str | None,
+        through: str,
+        limit: int,
     ) -> list[Event]:
+        sessions = [session_id] if isinstance(session_id, str) else list(session_id)
+
         def query(conn: Conn) -> list[Event]:
             upper = self._seq_of(conn, through)
             lower = 0 if after is None else self._seq_of(conn, after)
             marks = ",".join("?" * len(types))
+            named = " OR ".join(["instr(payload, ?) > 0"] * len(sessions))
             rows = conn.execute(
                 f"SELECT seq, type, payload FROM event_log WHERE seq > ? AND seq <= ? "
-                f"AND type IN ({marks}) AND instr(payload, ?) > 0 ORDER BY seq LIMIT ?",
-                (lower, upper, *types, f'"sessionID":"{session_id}"', limit),
+                f"AND type IN ({marks}) AND ({named}) ORDER BY seq LIMIT ?",
+                (lower, upper, *types, *(f'"sessionID":"{s}"' for s in sessions), limit),
             ).fetchall()
             return [parse_logged(self._logged(*row)) for row in rows]
 

@@ -1,5 +1,6 @@
-"""The ClientHub: SessionEvents over Socket.IO and /ws, resumable, reduced alike by the
-Python reducer, the TypeScript reducer and the store."""
+"""The ClientHub: seed 004's SessionEvents over Socket.IO and /ws, resumable, with the
+session's sub-agents in the same stream, reduced alike by the Python reducer, the
+TypeScript reducer and the store."""
 
 from __future__ import annotations
 
@@ -15,19 +16,22 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import socketio
 
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
-from partwire.protocol.blocks import blocks_of, empty_state, reduce_session_event
+from partwire.protocol.blocks import conversation_of, in_call_order
+from partwire.protocol.session_state import ConversationState, initial_state, reduce_session_event
+from partwire.schema.session_events import PAYLOADS, SessionEvent
 from partwire.server.app import create_app
 from partwire.server.hub import MAX_BACKLOG
 from partwire.server.runner import serve_in_background
 
 JS = Path(__file__).parents[2] / "clients" / "js"
 HUB_CLIENT = JS / "dist" / "scripts" / "hub-client.js"
-PROMPTS = ("hello", "list", "edit README.md no-such-text => x")
+PROMPTS = ("hello", "list", "task list", "edit README.md no-such-text => x")
 
 
 class Listener:
@@ -68,7 +72,7 @@ class Listener:
 
     async def until_idle(self, idles: int) -> list[dict[str, Any]]:
         async with asyncio.timeout(15):
-            while sum(e["type"] == "session:idle" for e in self.events) < idles:
+            while sum(map(_main_idle, self.events)) < idles:
                 self.arrived.clear()
                 await self.arrived.wait()
         return self.events
@@ -77,11 +81,31 @@ class Listener:
         await self.sio.disconnect()
 
 
-def _reduce(events: list[dict[str, Any]]) -> dict[str, Any]:
-    state = empty_state()
+def _main_idle(event: dict[str, Any]) -> bool:
+    """The session itself went idle (not one of its sub-agents)."""
+    return event["type"] == "session:idle" and event["context"]["conversationId"] == "main"
+
+
+def _reduce(events: list[dict[str, Any]]) -> ConversationState:
+    state = initial_state()
     for event in events:
-        reduce_session_event(state, event)
+        state = reduce_session_event(state, event)
     return state
+
+
+def _calls_in_order(state: ConversationState) -> ConversationState:
+    """The state with each tool result beside its call, as the store keeps it."""
+    subagents = [{**s, "blocks": in_call_order(s["blocks"])} for s in state["subagents"]]
+    subagents.sort(key=lambda s: s["toolUseId"])
+    return {"blocks": in_call_order(state["blocks"]), "subagents": subagents}  # type: ignore[typeddict-item]
+
+
+async def _stored(client: PartwireClient, session_id: str) -> ConversationState:
+    """The conversation the store holds for a session and its sub-agents' sessions."""
+    by_session = {session_id: await client.messages(session_id)}
+    for child in await client.children(session_id):
+        by_session[child.id] = await client.messages(child.id)
+    return _calls_in_order(conversation_of(session_id, by_session))
 
 
 async def _ran_session(client: PartwireClient) -> str:
@@ -102,12 +126,14 @@ async def test_live_events_reduce_to_the_stored_blocks_and_resume_anywhere_and_a
             await client.prompt(session_id, text)
         events = await live.until_idle(len(PROMPTS))
         await live.stop()
-        stored = await client.messages(session_id)
         state = _reduce(events)
-        assert state["blocks"] == blocks_of(stored)
-        assert list(state["queries"].values()) == ["completed"] * len(PROMPTS)
+        assert _calls_in_order(state) == await _stored(client, session_id)
+        assert [e["type"] for e in events].count("query:completed") == len(PROMPTS)
         assert len({e["id"] for e in events}) == len(events)
         assert all(e["context"]["sessionId"] == session_id for e in events)
+        for event in events:  # every event as the seed's types define it
+            SessionEvent.model_validate(event)
+            PAYLOADS[event["type"]].model_validate(event["payload"])
 
         # resume after any event: exactly the rest
         cuts = [*sorted(random.Random(11).sample(range(len(events) - 1), 5)), len(events) - 2]
@@ -143,7 +169,7 @@ async def test_a_new_subscriber_gets_the_whole_session_then_live(server: str) ->
         await late.until_idle(len(PROMPTS) + 1)
         await late.stop()
         assert len(late.events) > before
-        assert _reduce(late.events)["blocks"] == blocks_of(await client.messages(session_id))
+        assert _calls_in_order(_reduce(late.events)) == await _stored(client, session_id)
 
 
 async def test_bad_subscriptions_are_refused_in_the_acknowledgement(server: str) -> None:
@@ -181,11 +207,11 @@ async def test_node_clients_and_the_three_reducers_agree(server: str, transport:
         events = await python.until_idle(len(PROMPTS))
         await asyncio.sleep(0.3)  # as the node client: what follows the last idle
         await python.stop()
-        stored = await client.messages(session_id)
+        stored = await _stored(client, session_id)
     assert received["events"] == events  # the same events, in the same order
     python_state = _reduce(events)
     assert received["state"] == python_state  # TypeScript reducer == Python reducer
-    assert python_state["blocks"] == blocks_of(stored)  # == the store
+    assert _calls_in_order(python_state) == stored  # == the store
 
 
 async def test_a_client_that_falls_behind_is_told_to_resync_and_resumes(
@@ -273,26 +299,35 @@ async def test_a_websocket_client_that_does_not_read_is_told_to_resync(
     settings: Settings,
 ) -> None:
     """/ws writes wait for the client, so events pile up in its bounded bus queue; events
-    that cannot merge (a title changed 1500 times) overflow it: session:resync follows."""
+    that cannot merge (1,500 tool calls, ingested) overflow it: session:resync follows, and
+    resuming from where it stopped gives the rest."""
     tight = dataclasses.replace(settings, subscriber_queue=50)
+    calls = 1500
+    lines = [json.dumps({"type": "start", "prompt": "many calls"})]
+    for n in range(calls):
+        lines.append(json.dumps({"type": "tool-call", "callID": f"c{n}", "tool": "probe"}))
+        output = f"{n} " + "x" * 2000  # large enough to fill the socket's buffers
+        lines.append(json.dumps({"type": "tool-result", "callID": f"c{n}", "output": output}))
     async with serve_in_background(tight) as url, PartwireClient(url) as client:
         session_id = (await client.create_session()).id
         stalled = await asyncio.to_thread(_ws_stalled, url, {"sessionId": session_id})
         await asyncio.sleep(0.3)
-        for n in range(1500):
-            await client.update_session(session_id, title=f"{n} " + "x" * 2000)
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            answer = await http.post(f"/session/{session_id}/ingest", content="\n".join(lines))
+            assert answer.status_code == 200, answer.text
         received = await asyncio.to_thread(_ws_read_all, stalled)
         stalled.close()
         events = [m["data"] for m in received if m["event"] == "session:event"]
         resyncs = [m["data"] for m in received if m["event"] == "session:resync"]
         assert resyncs and resyncs[0]["since"] == events[-1]["id"]
-        assert len(events) < 1500
-        rest = Listener()
-        await rest.start(url, session_id, since=resyncs[0]["since"])
-        await rest.until(1500 + 3 - len(events))  # ee:creating, initialized, ee:ready + titles
-        await rest.stop()
-    titles = [e["payload"]["title"] for e in events + rest.events if e["type"] == "options:update"]
-    assert [t.split()[0] for t in titles] == [str(n) for n in range(1500)]
+        whole = await _stored(client, session_id)
+        results = sum(b["type"] == "tool_result" for b in whole["blocks"])
+        assert results == calls
+        rest = await asyncio.to_thread(
+            _ws_session_events, url, {"sessionId": session_id, "since": resyncs[0]["since"]}
+        )
+    assert rest and _calls_in_order(_reduce(events)) != whole  # the stalled client lacked some
+    assert _calls_in_order(_reduce(events + rest)) == whole
 
 
 def _ws_session_events(url: str, subscribe: dict[str, Any]) -> list[dict[str, Any]]:
@@ -311,9 +346,9 @@ async def test_ws_resumes_exactly_after_any_cut_and_after_a_restart(settings: Se
     in the log, which the restart keeps)."""
     async with serve_in_background(settings) as url, PartwireClient(url) as client:
         session_id = await _ran_session(client)
-        stored = await client.messages(session_id)
+        stored = await _stored(client, session_id)
         events = await asyncio.to_thread(_ws_session_events, url, {"sessionId": session_id})
-        assert _reduce(events)["blocks"] == blocks_of(stored)
+        assert _calls_in_order(_reduce(events)) == stored
         cuts = [*sorted(random.Random(7).sample(range(len(events) - 1), 4)), len(events) - 2]
         for cut in cuts:
             since = {"sessionId": session_id, "since": events[cut]["id"]}

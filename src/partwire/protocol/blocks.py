@@ -209,10 +209,11 @@ def in_call_order(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``blocks`` with each ``tool_result`` right after its ``tool_use``. Results arrive
     as their tools finish (parallel calls finish in any order); the store keeps them with
     their calls."""
+    calls = {b.get("toolUseId") for b in blocks if b.get("type") == "tool_use"}
     results = {b.get("toolUseId"): b for b in blocks if b.get("type") == "tool_result"}
     out: list[dict[str, Any]] = []
     for block in blocks:
-        if block.get("type") == "tool_result" and block.get("toolUseId") in results:
+        if block.get("type") == "tool_result" and block.get("toolUseId") in calls:
             continue
         out.append(block)
         if block.get("type") == "tool_use" and (
@@ -418,8 +419,7 @@ class SessionEvents:
         return out
 
     def _idle(self, event: Event, state: _Session) -> list[Made]:
-        session_id = event.session_id or ""
-        out: list[Made] = [("session:idle", SessionIdle(session_id=session_id), None)]
+        out: list[Made] = []
         if state.busy_since is not None:
             took = max(0, state.timestamp - state.busy_since)
             state.busy_since = None
@@ -428,6 +428,8 @@ class SessionEvents:
             else:
                 out.append(("query:completed", QueryCompleted(duration_ms=took), None))
             out.append(("status", self._runtime(state), None))
+        # last: a client that waits for idle has everything the run made
+        out.append(("session:idle", SessionIdle(session_id=event.session_id or ""), None))
         return out
 
     def _message(self, info: Message, state: _Session) -> list[Made]:
@@ -480,8 +482,9 @@ class SessionEvents:
     ) -> list[Made]:
         out: list[Made] = []
         child = _child_of(part)
-        if child is not None and state.agents.get(part.call_id, "-") != child:
-            # announced when the call appears, and again once its session is known
+        announced = state.agents.get(part.call_id, "-")
+        if child is not None and part.state.status != "pending" and announced != child:
+            # announced once its input is whole, and again once its session is known
             state.agents[part.call_id] = child
             if child and child not in self._sessions:
                 self._sessions[child] = _Session(child)

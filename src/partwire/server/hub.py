@@ -50,7 +50,7 @@ class FellBehind(Exception):
 
 
 SESSION_EVENTS = [
-    "session.created", "session.updated", "session.deleted", "session.status", "session.idle",
+    "session.created", "session.deleted", "session.status", "session.idle",
     "session.error", "message.updated", "message.part.updated", "message.part.delta",
 ]  # fmt: skip
 

@@ -212,6 +212,12 @@ async def test_node_clients_and_the_three_reducers_agree(server: str, transport:
     python_state = _reduce(events)
     assert received["state"] == python_state  # TypeScript reducer == Python reducer
     assert _calls_in_order(python_state) == stored  # == the store
+    rendered = received["rendered"]  # the typed client draws every block, sub-agents' too
+    texts = [b["content"] for b in stored["blocks"] if b["type"] == "assistant_text"]
+    (agent,) = stored["subagents"]
+    texts += [b["content"] for b in agent["blocks"] if b["type"] == "assistant_text"]
+    assert texts and all(f"assistant: {t.splitlines()[0]}" in rendered for t in texts)
+    assert "subagent general: list [complete]" in rendered
 
 
 async def test_a_client_that_falls_behind_is_told_to_resync_and_resumes(

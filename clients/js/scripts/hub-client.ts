@@ -1,33 +1,40 @@
 /**
- * A ClientHub client for the server's tests: subscribes to one session over Socket.IO
- * (socket.io-client) or a plain WebSocket (ws), prints "subscribed" once acknowledged, then
- * the events it received and their reduced state as one JSON line when `idles` session:idle
- * events have arrived.
+ * A ClientHub client for the server's tests, typed with the seed's declarations
+ * (src/session-events.ts): subscribes to one session over Socket.IO (socket.io-client) or
+ * a plain WebSocket (ws), prints "subscribed" once acknowledged, then the events it
+ * received, their reduced state and that state rendered as text as one JSON line when
+ * `idles` session:idle events of the main conversation have arrived.
  *
  *   node dist/scripts/hub-client.js socketio|ws URL SESSION_ID IDLES [SINCE]
  */
 import { io } from "socket.io-client";
 import WebSocket from "ws";
-import { emptyState, reduceSessionEvent, type SessionEvent } from "../src/index.js";
+import {
+  createInitialConversationState,
+  reduceSessionEvent,
+  renderConversation,
+  type AnySessionEvent,
+} from "../src/index.js";
 
 const [transport, url, sessionId, idlesArg, since] = process.argv.slice(2);
 const idles = Number(idlesArg);
-const events: SessionEvent[] = [];
-const state = emptyState();
+const events: AnySessionEvent[] = [];
+let state = createInitialConversationState();
 let seen = 0;
 let finish: () => void = () => {};
 
-function received(event: SessionEvent): void {
+function received(event: AnySessionEvent): void {
   events.push(event);
-  reduceSessionEvent(state, event);
-  // what the same log event made after session:idle (query:completed) follows at once
-  if (event.type === "session:idle" && ++seen === idles) setTimeout(() => finish(), 300);
+  state = reduceSessionEvent(state, event);
+  const mainIdle = event.type === "session:idle" && (event.context.conversationId ?? "main") === "main";
+  if (mainIdle && ++seen === idles) setTimeout(() => finish(), 300);
 }
 
 function done(close: () => void): void {
-  process.stdout.write(JSON.stringify({ events, state }) + "\n");
   close();
-  process.exit(0);
+  // exit once the line is written: a pipe takes it in pieces
+  const line = JSON.stringify({ events, state, rendered: renderConversation(state) }) + "\n";
+  process.stdout.write(line, () => process.exit(0));
 }
 
 const subscribe = since ? { sessionId, since } : { sessionId };
@@ -62,7 +69,7 @@ if (transport === "socketio") {
       }
       process.stdout.write("subscribed\n");
     } else if (message.event === "session:event") {
-      received(message.data as SessionEvent);
+      received(message.data as AnySessionEvent);
     }
   });
 }

@@ -1,46 +1,95 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { emptyState, isConversationEvent, reduceSessionEvent, type SessionEvent } from "../src/index.js";
+import {
+  createInitialConversationState,
+  createSessionEvent,
+  emptyActivity,
+  enrichEventContext,
+  isConversationEvent,
+  reduceActivity,
+  reduceSessionEvent,
+  renderConversation,
+  type AnySessionEvent,
+  type SessionConversationState,
+} from "../src/index.js";
 
-const context = { sessionId: "ses_1", conversationId: "ses_1", source: "assistant" as const, timestamp: 1 };
-const event = (id: string, type: string, payload: Record<string, unknown>): SessionEvent => ({ id, type, payload, context });
+const at = "2026-01-01T00:00:00.000Z";
+const main = { conversationId: "main", source: "runner" as const, timestamp: at };
 
-test("blocks stream, complete and finalize on idle", () => {
-  const state = emptyState();
-  const text = { id: "prt_1", messageId: "msg_1", role: "assistant", type: "text", status: "pending", text: "" };
-  reduceSessionEvent(state, event("e:0", "block:upsert", { block: text }));
-  reduceSessionEvent(state, event("e:1", "block:delta", { blockId: "prt_1", delta: "Hel" }));
-  reduceSessionEvent(state, event("e:2", "block:delta", { blockId: "prt_1", delta: "lo" }));
-  assert.equal(state.blocks[0].text, "Hello");
-  assert.equal(state.blocks[0].status, "pending");
-  reduceSessionEvent(state, event("e:3", "session:idle", {}));
-  assert.equal(state.blocks[0].status, "complete");
-  assert.equal(state.lastEventId, "e:3");
+function fold(events: AnySessionEvent[]): SessionConversationState {
+  return events.reduce(reduceSessionEvent, createInitialConversationState());
+}
+
+test("createSessionEvent fills the context; enrichEventContext adds to it", () => {
+  const event = createSessionEvent("block:delta", { blockId: "b", delta: "x" }, { conversationId: "main" });
+  assert.equal(event.context.sessionId, "");
+  assert.match(event.context.timestamp ?? "", /^\d{4}-\d\d-\d\dT/);
+  const enriched = enrichEventContext(event, { sessionId: "ses_1" });
+  assert.deepEqual(enriched.payload, event.payload);
+  assert.equal(enriched.context.sessionId, "ses_1");
+  assert.equal(enriched.context.conversationId, "main");
+  assert.equal(event.context.sessionId, ""); // the original is untouched
 });
 
-test("keyed families, status and options", () => {
-  const state = emptyState();
-  reduceSessionEvent(state, event("a", "query:started", { queryId: "msg_u" }));
-  reduceSessionEvent(state, event("b", "query:completed", { queryId: "msg_u" }));
-  reduceSessionEvent(state, event("c", "file:created", { path: "/p/a.txt" }));
-  reduceSessionEvent(state, event("d", "status", { status: { type: "busy" } }));
-  reduceSessionEvent(state, event("e", "options:update", { title: "T" }));
-  reduceSessionEvent(state, event("f", "ee:ready", { directory: "/p" }));
-  assert.deepEqual(state.queries, { msg_u: "completed" });
-  assert.deepEqual(state.files, { "/p/a.txt": "created" });
-  assert.deepEqual(state.status, { type: "busy" });
-  assert.equal(state.options.title, "T");
-  assert.equal(state.environment, "ready");
+test("upsert creates with defaults, delta appends to content, idle completes and drops empty text", () => {
+  const start = createInitialConversationState();
+  const state = fold([
+    createSessionEvent("block:upsert", { block: { id: "t1", type: "assistant_text" } }, main),
+    createSessionEvent("block:delta", { blockId: "t1", delta: "Hel" }, main),
+    createSessionEvent("block:delta", { blockId: "t1", delta: "lo" }, main),
+    createSessionEvent("block:upsert", { block: { id: "t2", type: "thinking", status: "pending" } }, main),
+    createSessionEvent("session:idle", { sessionId: "ses_1" }, main),
+  ]);
+  assert.deepEqual(start, { blocks: [], subagents: [] }); // never changed
+  assert.equal(state.blocks.length, 1);
+  const [text] = state.blocks;
+  assert.equal(text?.type, "assistant_text");
+  assert.equal(text?.type === "assistant_text" && text.content, "Hello");
+  assert.equal(text?.status, "complete");
+});
+
+test("an upsert merges into the block with its id", () => {
+  const use = { id: "u1", type: "tool_use" as const, toolName: "read", toolUseId: "c1", input: {}, status: "pending" as const, timestamp: at };
+  const state = fold([
+    createSessionEvent("block:upsert", { block: use }, main),
+    createSessionEvent("block:upsert", { block: { id: "u1", type: "tool_use", status: "complete" } }, main),
+  ]);
+  assert.deepEqual(state.blocks, [{ ...use, status: "complete" }]);
+});
+
+test("a sub-agent has its block where it was spawned and its own conversation", () => {
+  const child = { conversationId: "ses_child", source: "runner" as const, timestamp: at };
+  const state = fold([
+    createSessionEvent("subagent:spawned", { toolUseId: "c1", prompt: "look", subagentType: "general" }, main),
+    createSessionEvent("subagent:spawned", { toolUseId: "c1", agentId: "ses_child", prompt: "look" }, main),
+    createSessionEvent("block:upsert", { block: { id: "s1", type: "assistant_text", content: "found it" } }, child),
+    createSessionEvent("session:idle", { sessionId: "ses_child" }, child),
+    createSessionEvent("subagent:completed", { toolUseId: "c1", agentId: "ses_child", status: "completed", output: "done", durationMs: 5 }, main),
+  ]);
+  assert.equal(state.subagents.length, 1);
+  const [agent] = state.subagents;
+  assert.equal(agent?.agentId, "ses_child");
+  assert.equal(agent?.status, "success");
+  assert.equal(agent?.blocks[0]?.status, "complete");
+  const [block] = state.blocks;
+  assert.ok(block?.type === "subagent");
+  assert.equal(block.subagentId, "agent-ses_child");
+  assert.equal(block.output, "done");
+  assert.equal(block.name, "general");
+  assert.equal(renderConversation(state), "subagent general: look [complete]\n  assistant: found it");
+});
+
+test("only conversation events are the reducer's; the activity fold takes the rest", () => {
   assert.equal(isConversationEvent({ type: "block:delta" }), true);
   assert.equal(isConversationEvent({ type: "status" }), false);
-});
-
-test("a tool result goes right after its call", () => {
-  const state = emptyState();
-  const use = (id: string) => ({ id, messageId: "m", role: "assistant", type: "tool_use", status: "pending" });
-  reduceSessionEvent(state, event("a", "block:upsert", { block: use("p1") }));
-  reduceSessionEvent(state, event("b", "block:upsert", { block: use("p2") }));
-  const result = { id: "p1:result", messageId: "m", role: "tool", type: "tool_result", status: "complete" };
-  reduceSessionEvent(state, event("c", "block:upsert", { block: result, after: "p1" }));
-  assert.deepEqual(state.blocks.map((b) => b.id), ["p1", "p1:result", "p2"]);
+  const usage = { inputTokens: 3, outputTokens: 2, totalTokens: 5 };
+  let activity = emptyActivity();
+  activity = reduceActivity(activity, { ...createSessionEvent("metadata:update", { metadata: { usage, costUSD: 0.5 } }), id: "e1:0" });
+  activity = reduceActivity(activity, createSessionEvent("file:created", { file: { path: "/p/a", content: undefined } }));
+  activity = reduceActivity(activity, createSessionEvent("file:deleted", { path: "/p/b" }));
+  activity = reduceActivity(activity, createSessionEvent("status", { runtime: { isLoaded: true, executionEnvironment: null, activeQuery: { startedAt: 1 } } }));
+  assert.deepEqual(activity.metadata?.usage, usage);
+  assert.deepEqual(activity.files, { "/p/a": "created", "/p/b": "deleted" });
+  assert.equal(activity.busy, true);
+  assert.equal(activity.lastEventId, "e1:0");
 });

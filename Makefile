@@ -29,7 +29,7 @@ test: $(STAMP) system sdk clients ui js lint typecheck pytest ## System packages
 # The web UI: npm dependencies and a Vite build into the package (served at /, shipped in the wheel).
 UI_OUT := src/partwire/server/static/index.html
 UI_SOURCES := $(wildcard web/src/*) web/index.html web/vite.config.ts web/tsconfig.json \
-  clients/js/src/index.ts
+  $(wildcard clients/js/src/*.ts)
 
 # npm install, not npm ci: the lock holds only the platform builds of rollup this
 # registry serves, which npm ci refuses; install still takes the locked versions.

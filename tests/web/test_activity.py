@@ -1,4 +1,5 @@
-"""The top bar's activity line: the shared TypeScript reducer over the ClientHub's /ws."""
+"""The top bar's activity line: seed 004's SessionEvents over the ClientHub's /ws, folded by
+clients/js (its shared reducer and activity fold)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ async def test_tokens_and_changed_files_come_from_session_events(page: Page) -> 
     await send(page, "edit notes.md first => second")
     await wait_idle(page)
     await expect(item).to_have_attribute("data-change", "modified", timeout=10_000)
+    await send(page, "task list")
+    await wait_idle(page)
+    await expect(activity.locator(".activity-agents")).to_have_text("1 sub-agent", timeout=10_000)
     tokens_before = await activity.locator(".activity-tokens").inner_text()
     # the same state survives a reload: it is rebuilt from the session's events
     await page.reload()

@@ -1,14 +1,17 @@
 // The open session's activity (tokens and cost so far, the files its tools changed, its
-// sub-agents): SessionEvents from the ClientHub's WebSocket, folded by the shared
-// TypeScript reducer in clients/js, the same one every other client and the server's
-// tests use. It resumes after a drop from the last event it reduced.
+// sub-agents): seed 004's SessionEvents from the ClientHub's WebSocket, folded by
+// clients/js (the shared reducer for the sub-agents, its activity fold for the rest), the
+// same code every other client and the server's tests use. It resumes after a drop from
+// the last event it reduced.
 import { useEffect, useState } from "preact/hooks";
 import {
-  emptyState,
+  emptyActivity,
   isConversationEvent,
-  reduceSessionEvent,
-  type SessionEvent,
-  type SessionState,
+  reduceActivity,
+  type Activity,
+  type AnySessionEvent,
+  type SessionConversationState,
+  type SessionMetadata,
 } from "../../clients/js/src/index";
 import { useStore } from "./hooks";
 import { relativePath } from "./paths";
@@ -16,11 +19,11 @@ import { store } from "./store";
 
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
 
-/** The session's reduced state, kept current over /ws; re-renders skip block events. */
-export function useSessionActivity(sessionID: string): SessionState {
-  const [state, setState] = useState<SessionState>(emptyState);
+/** The session's activity, kept current over /ws; re-renders skip block events. */
+export function useSessionActivity(sessionID: string): Activity {
+  const [state, setState] = useState<Activity>(emptyActivity);
   useEffect(() => {
-    const current = emptyState();
+    let current = emptyActivity();
     let socket: WebSocket | null = null;
     let stopped = false;
     let attempt = 0;
@@ -36,11 +39,12 @@ export function useSessionActivity(sessionID: string): SessionState {
       socket.onmessage = (message) => {
         const { event, data } = JSON.parse(message.data as string) as { event: string; data: any };
         if (event === "session:event") {
-          reduceSessionEvent(current, data as SessionEvent);
-          if (!isConversationEvent(data as SessionEvent)) setState({ ...current });
+          current = reduceActivity(current, data as AnySessionEvent);
+          if (!isConversationEvent(data as AnySessionEvent)) setState(current);
         } else if (event === "session:resync" && data.state) {
-          Object.assign(current, data.state);
-          setState({ ...current });
+          const conversation = data.state as SessionConversationState;
+          current = { ...current, conversation, lastEventId: data.lastEventId ?? current.lastEventId };
+          setState(current);
         } else if (event === "session:resync") {
           socket?.send(JSON.stringify({ event: "subscribe", data: { sessionId: sessionID, since: data.since } }));
         }
@@ -59,12 +63,20 @@ export function useSessionActivity(sessionID: string): SessionState {
   return state;
 }
 
-function totals(metadata: Record<string, any> | null, estimated: boolean): string | null {
+interface Totals {
+  usage?: { inputTokens?: number; outputTokens?: number };
+  costUSD?: number;
+}
+
+/** The session's totals so far: partwire's metadata:update carries them in `session`. */
+function totals(metadata: SessionMetadata | null, estimated: boolean): string | null {
   if (!metadata) return null;
-  const tokens = metadata.tokens ?? {};
-  const cost = typeof metadata.cost === "number" && metadata.cost > 0 ? ` · $${metadata.cost.toFixed(4)}` : "";
+  const session = (metadata.session ?? metadata) as Totals;
+  const usage = session.usage ?? {};
+  const spent = session.costUSD;
+  const cost = typeof spent === "number" && spent > 0 ? ` · $${spent.toFixed(4)}` : "";
   const about = estimated ? "~" : "";
-  return `${about}${tokens.input ?? 0} in · ${about}${tokens.output ?? 0} out${cost}`;
+  return `${about}${usage.inputTokens ?? 0} in · ${about}${usage.outputTokens ?? 0} out${cost}`;
 }
 
 /** A stopped step's usage is never reported by the model: the server estimates it. */
@@ -77,7 +89,7 @@ export function ActivityBar({ sessionID }: { sessionID: string }) {
   const state = useSessionActivity(sessionID);
   useStore(`session:${sessionID}`);
   const files = Object.entries(state.files);
-  const agents = Object.values(state.subagents);
+  const agents = state.conversation.subagents;
   const estimated = hasStoppedStep(sessionID);
   const used = totals(state.metadata, estimated);
   if (!used && files.length === 0 && agents.length === 0) return null;

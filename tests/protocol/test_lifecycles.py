@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partwire.protocol.blocks import SessionEvents, blocks_of, empty_state, reduce_session_event
+from partwire.protocol.blocks import SessionEvents, blocks_of, in_call_order
 from partwire.protocol.partframes import FrameReducer, SessionFrames
+from partwire.protocol.session_state import initial_state, reduce_session_event
 from partwire.providers.stream import (
     ReasoningDelta,
     ReasoningEnd,
@@ -53,12 +54,12 @@ async def _assert_adapters_rebuild(runtime: Runtime, session_id: str) -> None:
             reducer.apply(frame)
     assert [reducer.message(m.info.id).parts for m in stored] == [m.parts for m in stored]
 
-    blocks = SessionEvents()
-    state = empty_state()
+    blocks = SessionEvents(session_id)
+    state = initial_state()
     for event in log:
         for made in blocks.convert(event):
-            reduce_session_event(state, made)
-    assert state["blocks"] == blocks_of(stored)
+            state = reduce_session_event(state, made)
+    assert in_call_order(state["blocks"]) == blocks_of(stored)
 
 
 LIFECYCLE_SETTINGS = settings(

@@ -58,6 +58,7 @@ def test_sdks_load_after_the_start_not_during_it(
 LOADED_ON_USE = (
     "socketio", "engineio", "aiohttp", "partwire.builder", "partwire.session.recorder",
     "partwire.schema.frames", "partwire.schema.ingest", "partwire.protocol.blocks",
+    "partwire.schema.session_events", "partwire.protocol.session_state",
     "partwire.protocol.partframes", "ag_ui", "partwire.protocol.agui", "acp",
     "httpx", "regex", "tree_sitter", "tree_sitter_bash",  # webfetch, searches, bash commands
 )  # fmt: skip

@@ -67,7 +67,9 @@ class Project:
             from partwire.session.recorder import Recorder
 
             loop = self.loop
-            self._recorder = Recorder(loop.store, loop.host, loop.status, loop.claim, loop.release)
+            self._recorder = Recorder(
+                loop.store, loop.host, loop.status, loop.claim, loop.release, self.sessions.create
+            )
         return self._recorder
 
     @property

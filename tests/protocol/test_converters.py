@@ -40,7 +40,10 @@ async def record(
 ) -> MessageWithParts:
     """Record one answer; ``results`` are the tool results the user's loop would add."""
     session_id = await new_session(runtime)
-    async with runtime.record(session_id, prompt="go") as msg:
+    start = events[0] if events and isinstance(events[0], IngestStart) else IngestStart()
+    events = events[1:] if events and events[0] is start else events
+    prompt = start.prompt or "go"  # the stream's own prompt when it has one
+    async with runtime.record(session_id, prompt=prompt, model=start.model) as msg:
         for event in events:
             await feed(msg, event)
         for call_id, output in (results or {}).items():
@@ -154,7 +157,7 @@ async def test_anthropic_sdk_objects_convert_the_same(runtime: Runtime) -> None:
 
 def _claude_code_lines() -> list[dict[str, Any]]:
     """The Anthropic stream above as Claude Code prints it, with the whole messages it
-    repeats, a sub-agent's line to skip, a tool result and a second, unstreamed turn."""
+    repeats, a tool result and a second, unstreamed turn."""
     return lines("claude-code")
 
 
@@ -291,3 +294,57 @@ def test_the_native_format_refuses_what_it_does_not_know() -> None:
     assert native.feed({"type": "text-delta", "delta": "x"})[0].type == "text-delta"
     with pytest.raises(ValueError, match="teleport"):
         native.feed({"type": "teleport"})
+
+
+async def test_a_claude_code_task_becomes_a_child_session_with_its_own_calls(
+    runtime: Runtime,
+) -> None:
+    """The prompt and model come from the stream, the reported cost is kept, tokens are
+    Anthropic's own, and the Task's sub-agent (its lines carry parent_tool_use_id) is a
+    child session linked from the call, with its own tool calls."""
+    from partwire.protocol.blocks import SessionEvents, conversation_of, in_call_order
+    from partwire.protocol.session_state import initial_state, reduce_session_event
+
+    events = convert(formats()["claude-code"](), lines("claude-code-task"))
+    start = events[0]
+    assert isinstance(start, IngestStart) and start.prompt == "Count the files, and read the README."
+    answer = await record(runtime, events)
+    info = answer.info
+    assert (info.provider_id, info.model_id) == ("anthropic", "claude-sonnet-4-5")  # type: ignore[union-attr]
+    assert info.cost == pytest.approx(0.0421)  # type: ignore[union-attr]
+    first = next(p for p in answer.parts if p.type == "step-finish")
+    tokens = first.tokens  # type: ignore[union-attr]
+    assert (tokens.input, tokens.output, tokens.cache.read, tokens.cache.write) == (40, 20, 100, 10)
+    assert tokens.total == 170  # Anthropic's input leaves the cache out: all four, once
+    task = next(p for p in answer.parts if p.type == "tool" and p.tool == "Task")  # type: ignore[union-attr]
+    assert task.state.status == "completed"  # type: ignore[union-attr]
+    child_id = task.state.metadata["sessionId"]  # type: ignore[union-attr]
+    child = await runtime.store.get_session(child_id)
+    assert child.parent_id == answer.info.session_id
+    assert child.title == "Count files (@general-purpose subagent)"
+    (asked, answered) = await runtime.store.list_messages(child_id)
+    assert [p.text for p in asked.parts] == ["Count the files in the project."]  # type: ignore[union-attr]
+    assert shape(answered) == [
+        ("step-start", None),
+        ("tool", ("Bash", "completed", {"command": "ls | wc -l"})),
+        ("step-finish", None),
+        ("step-start", None),
+        ("text", "There are 2 files."),
+        ("step-finish", None),
+    ]
+    read = next(p for p in answer.parts if p.type == "tool" and p.tool == "Read")  # type: ignore[union-attr]
+    assert read.state.output == "# Demo"  # type: ignore[union-attr]
+
+    # seed 004: the sub-agent's conversation, as the store holds it
+    session_id = answer.info.session_id
+    adapter = SessionEvents(session_id)
+    state = initial_state()
+    for event in await runtime.store.events_after(None):
+        for made in adapter.convert(event):
+            state = reduce_session_event(state, made)
+    stored = {session_id: await runtime.store.list_messages(session_id), child_id: [asked, answered]}
+    whole = conversation_of(session_id, stored)
+    assert in_call_order(state["blocks"]) == whole["blocks"]
+    (agent,) = state["subagents"]
+    assert agent["agentId"] == child_id and agent["status"] == "success"
+    assert in_call_order(agent["blocks"]) == whole["subagents"][0]["blocks"]

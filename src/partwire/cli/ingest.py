@@ -98,6 +98,8 @@ async def ingest_input(
         start = first if isinstance(first, IngestStart) else IngestStart(prompt=prompt)
         if not isinstance(first, IngestStart):
             source.push_back(first)
+        elif start.prompt is None and prompt is not None:  # the stream named no prompt
+            start = start.model_copy(update={"prompt": prompt})
         prompt = None  # only the first message answers it
 
         async def body(start: IngestStart = start) -> AsyncIterator[dict[str, Any]]:

@@ -178,7 +178,7 @@ def _child_of(part: ToolPart) -> str | None:
     child = metadata.get("sessionId")
     if isinstance(child, str) and child:
         return child
-    return "" if part.tool == "task" else None  # a task call whose child is not made yet
+    return "" if part.tool.lower() == "task" else None  # a task call whose child is not made yet
 
 
 def _spawned(part: ToolPart) -> SubagentSpawned:

@@ -83,7 +83,7 @@ class StepStart(WireModel):
 class StepFinish(WireModel):
     type: Literal["step-finish"] = "step-finish"
     tokens: Tokens | None = None
-    cost: float = 0.0
+    cost: float | None = None  # none given: the price catalogue's for the message's model
     reason: str = "stop"
 
 
@@ -94,8 +94,20 @@ class StreamError(WireModel):
     message: str
 
 
+class SubagentEvent(WireModel):
+    """An event of a sub-agent's own message: the sub-agent the parent's tool call
+    ``callID`` runs (Claude Code's Task, an opencode child session). Its first event opens
+    a child session linked from that call (a ``start`` gives its prompt and model); the
+    call's result ends it."""
+
+    type: Literal["subagent"] = "subagent"
+    call_id: str = Field(alias="callID", min_length=1)
+    event: IngestEvent
+
+
 IngestEvent = Annotated[
     IngestStart
+    | SubagentEvent
     | TextDelta
     | ReasoningDelta
     | TextEnd
@@ -109,4 +121,5 @@ IngestEvent = Annotated[
     | StreamError,
     Field(discriminator="type"),
 ]
+SubagentEvent.model_rebuild()
 ingest_adapter: TypeAdapter[IngestEvent] = TypeAdapter(IngestEvent)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from partwire import ids
@@ -31,6 +32,7 @@ from partwire.schema.ingest import (
     StepFinish,
     StepStart,
     StreamError,
+    SubagentEvent,
     TextDelta,
     TextEnd,
     ToolArgsDelta,
@@ -38,6 +40,7 @@ from partwire.schema.ingest import (
     ToolCallStart,
     ToolResult,
 )
+from partwire.schema.input import SessionCreateInput
 from partwire.schema.message import (
     ABORTED_MESSAGE,
     AssistantMessage,
@@ -61,6 +64,7 @@ EXTERNAL = "external"
 OnAbort = Callable[[], Awaitable[None]]
 Claim = Callable[[str, OnAbort], object]
 Release = Callable[[str, object], bool]
+CreateSession = Callable[[SessionCreateInput], Awaitable[Session]]
 
 
 class Recording:
@@ -82,6 +86,9 @@ class Recording:
         self.writer = MessageWriter(store, builder, info)
         self.aborted = False
         self._lock = asyncio.Lock()
+        # sub-agents' recordings, by the call of this message that runs each
+        self.children: dict[str, Recording] = {}
+        self.recorder: Recorder | None = None  # opens and ends them
 
     @property
     def message_id(self) -> str:
@@ -145,6 +152,10 @@ class Recording:
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
+        child = self.children.pop(_call_key(call_id) or "", None)
+        if child is not None and self.recorder is not None:  # the sub-agent's answer: it ended
+            await self.recorder.end_child(child, str(output) if is_error else None)
+            metadata = {**(metadata or {}), "sessionId": child.session_id}  # still linked
         async with self._writing():
             frames = self.builder.add_tool_result(
                 call_id, output, is_error, title=title, metadata=metadata
@@ -160,13 +171,18 @@ class Recording:
     async def finish_step(
         self,
         tokens: Tokens | Mapping[str, Any] | None = None,
-        cost: float = 0.0,
+        cost: float | None = None,
         reason: str = "stop",
     ) -> None:
+        """End the step; with no ``cost`` given, the price catalogue's for the message's
+        model (0 for a model it does not know)."""
+        if cost is None:
+            cost = _priced(self.info, tokens)
         await self._call(self.builder.finish_step, tokens, cost, reason)
 
     async def finish(self) -> BuiltMessage:
         """End the message cleanly (the ``async with`` block does this on a normal exit)."""
+        await self._end_children(None)
         async with self._writing():
             if not self.builder.done:
                 await self.writer.write(self.builder.finish())
@@ -174,6 +190,7 @@ class Recording:
 
     async def fail(self, message: str, *, aborted: bool = False) -> BuiltMessage:
         """End the message with an error (``aborted``: it was stopped, not broken)."""
+        await self._end_children(message, aborted=aborted)
         async with self._lock:
             await self._fail(message, aborted=aborted)
         return self.builder.build()
@@ -187,6 +204,27 @@ class Recording:
             assert error is not None
             props = SessionErrorProps(session_id=self.session_id, error=error)
             await self.store.publish([SessionError(props)])
+
+    async def _end_children(self, error: str | None, *, aborted: bool = False) -> None:
+        while self.children and self.recorder is not None:
+            _, child = self.children.popitem()
+            await self.recorder.end_child(child, error, aborted=aborted)
+
+    async def _subagent(self, event: SubagentEvent) -> None:
+        """Route a sub-agent's event to its own recording, opened by its first event."""
+        inner = event.event
+        child = self.children.get(event.call_id)
+        if child is None:
+            if self.recorder is None:
+                raise BuilderError("sub-agent events need a recording opened by the recorder")
+            start = inner if isinstance(inner, IngestStart) else None
+            child = await self.recorder.open_child(self, event.call_id, start)
+            self.children[event.call_id] = child
+            if start is not None:
+                return
+        elif isinstance(inner, IngestStart):
+            raise BuilderError(f"the sub-agent of call {event.call_id!r} has already started")
+        await child.feed(inner)
 
     async def _call(self, method: Callable[..., list[Frame]], *args: Any) -> None:
         async with self._writing():
@@ -202,6 +240,9 @@ class Recording:
     async def feed(self, event: IngestEvent) -> None:
         """Make the call an ingest event stands for (schema/ingest.py: what converters and
         ``POST /session/{id}/ingest`` produce); BuilderError when it is out of order."""
+        if isinstance(event, SubagentEvent):
+            await self._subagent(event)
+            return
         if isinstance(event, IngestStart):
             raise BuilderError("a start line may only be the first line")
         if isinstance(event, StreamError):
@@ -287,6 +328,7 @@ class Recording:
 
     async def _abort(self) -> None:
         """The session was aborted (by a user, or at shutdown): end the message now."""
+        await self._end_children(ABORTED_MESSAGE, aborted=True)
         async with self._lock:
             await self._fail(ABORTED_MESSAGE, aborted=True)
             self.aborted = True
@@ -296,13 +338,20 @@ class Recorder:
     """Opens recordings in the sessions of one project (bound to its loop's busy state)."""
 
     def __init__(
-        self, store: Store, host: ToolHost, status: StatusTracker, claim: Claim, release: Release
+        self,
+        store: Store,
+        host: ToolHost,
+        status: StatusTracker,
+        claim: Claim,
+        release: Release,
+        create_session: CreateSession | None = None,
     ) -> None:
         self.store = store
         self.host = host
         self.status = status
         self._claim = claim
         self._release = release
+        self._create_session = create_session
 
     @asynccontextmanager
     async def record(
@@ -389,9 +438,49 @@ class Recorder:
             raise
         builder = StreamingMessageBuilder(new_id, info.role, session_id=session_id)
         holder.append(Recording(self.store, self.host, builder, info, claim))
+        holder[0].recorder = self
         if getattr(claim, "aborted", False):  # an abort came while the message was made
             await on_abort()
         return holder[0]
+
+    async def open_child(
+        self, parent: Recording, call_id: str, start: IngestStart | None
+    ) -> Recording:
+        """A recording in a new child session for the sub-agent that ``parent``'s tool call
+        ``call_id`` runs; the call's metadata names the child (``sessionId``), as the task
+        tool's does. Its prompt is the start's, else the call's ``prompt`` argument."""
+        if self._create_session is None:
+            raise BuilderError("this recorder cannot make sessions for sub-agents")
+        call = parent.builder.tool_part(call_id)
+        given = call.state.input
+        kind = str(given.get("subagent_type") or "general")
+        about = str(given.get("description") or call.tool)
+        prompt = (start.prompt if start is not None else None) or str(given.get("prompt") or about)
+        title = f"{about} (@{kind} subagent)"
+        child = await self._create_session(
+            SessionCreateInput(parent_id=parent.session_id, title=title)
+        )
+        running = getattr(call.state, "metadata", None) or {}
+        linked = {**running, "sessionId": child.id}
+        await parent._call(partial(parent.builder.update_tool, call_id, metadata=linked))
+        model = start.model if start is not None else None
+        info = parent.info
+        if model is None and isinstance(info, AssistantMessage):
+            model = ModelRef(provider_id=info.provider_id, model_id=info.model_id)
+        return await self._open(
+            child.id, "assistant", prompt, None, model or _model_ref(None), None, None
+        )
+
+    async def end_child(
+        self, child: Recording, error: str | None, *, aborted: bool = False
+    ) -> None:
+        """End a sub-agent's recording: cleanly, or with ``error``."""
+        if error is None:
+            if not child.aborted:
+                await child.finish()
+                await self._settle(child)
+        else:
+            await self._end(child, error, aborted=aborted)
 
     async def _parent(self, session_id: str, parent_id: str | None) -> str:
         messages = await self.store.list_messages(session_id)
@@ -465,3 +554,32 @@ def _model_ref(model: ModelRef | str | None) -> ModelRef:
     if not sep or not provider or not name:
         raise BadRequestError(f"model must be 'provider/model', not {model!r}", field="model")
     return ModelRef(provider_id=provider, model_id=name)
+
+
+def _call_key(call: str | object) -> str | None:
+    """The call id a tool result names (a string, or a seed-003 ``ToolResultPart``)."""
+    if isinstance(call, str):
+        return call
+    if isinstance(call, Mapping):
+        value = call.get("toolCallId")
+    else:
+        value = getattr(call, "tool_call_id", None) or getattr(call, "toolCallId", None)
+    return value if isinstance(value, str) else None
+
+
+def _priced(info: Message, tokens: Tokens | Mapping[str, Any] | None) -> float:
+    """What the catalogue says a step of ``info``'s model with ``tokens`` costs."""
+    if not isinstance(info, AssistantMessage) or info.provider_id == EXTERNAL or tokens is None:
+        return 0.0
+    from partwire.builder_inputs import tokens as checked
+    from partwire.providers.catalog import cost
+    from partwire.providers.stream import Usage
+
+    used = checked(tokens)  # each count once: input without the cache, output without reasoning
+    usage = Usage(
+        input=used.input + used.cache.read + used.cache.write,
+        output=used.output + used.reasoning,
+        cache_read=used.cache.read,
+        cache_write=used.cache.write,
+    )
+    return cost(info.provider_id, info.model_id, None, usage)

@@ -3,7 +3,11 @@
 Each message of the stream is one step: ``message_start`` begins it and ``message_stop``
 finishes it with the usage and stop reason that ``message_delta`` reported. Text,
 thinking and tool_use blocks become text, reasoning and tool-call events; a tool_use
-block's input streams as argument deltas and is complete at its ``content_block_stop``.
+block's input streams as argument deltas and is complete at its ``content_block_stop``. A
+server tool (``server_tool_use``: web search, code execution) is a call whose result
+block (``…_tool_result``) follows in the same message. Usage follows Anthropic's
+definitions: ``input_tokens`` leave out cache reads and writes, which are their own fields,
+and the total is all four.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ class AnthropicConverter:
             out.append(ingest.ToolCallStart(call_id=tool.call_id, tool=tool.name))
             if block.get("input"):
                 tool.args.append(json.dumps(block["input"]))
+        elif isinstance(kind, str) and kind.endswith("_tool_result") and block.get("tool_use_id"):
+            out.append(_server_result(block))  # a server tool (web search…) ran: its result
         elif kind == "text" and (text := text_of(block, "text")):
             out.append(ingest.TextDelta(delta=text))
         elif kind == "thinking" and (thinking := text_of(block, "thinking")):
@@ -119,8 +125,12 @@ class AnthropicConverter:
             read=usage.get("cache_read_input_tokens", 0),
             write=usage.get("cache_creation_input_tokens", 0),
         )
+        # Anthropic's input_tokens leave out the cached ones: each is counted once, in its field
         tokens = Tokens(
-            total=usage.get("input_tokens", 0) + usage.get("output_tokens", 0),
+            total=usage.get("input_tokens", 0)
+            + usage.get("output_tokens", 0)
+            + cache.read
+            + cache.write,
             input=usage.get("input_tokens", 0),
             output=usage.get("output_tokens", 0),
             cache=cache,
@@ -131,3 +141,11 @@ class AnthropicConverter:
 
 def _ints(raw: JSONMap) -> dict[str, int]:
     return {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _server_result(block: JSONMap) -> IngestEvent:
+    """A server tool's result block (``web_search_tool_result`` and the like)."""
+    content = block.get("content")
+    failed = isinstance(content, Mapping) and str(content.get("type", "")).endswith("_error")
+    output = content if isinstance(content, str) else json.dumps(content)
+    return ingest.ToolResult(call_id=str(block.get("tool_use_id")), output=output, is_error=failed)

@@ -1,11 +1,20 @@
 """Claude Code's ``--output-format stream-json --include-partial-messages`` lines → ingest events.
 
-Lines are the claude-agent-sdk message types. ``stream_event`` lines carry the Anthropic
-stream of each model call (converted as such); an ``assistant`` line repeats a message
-whole, so it is used only for messages whose stream was not seen (Claude Code run without
-partial messages). ``user`` lines carry tool results; a ``result`` line that is an error
-ends the message with it. Lines of a sub-agent (``parent_tool_use_id`` set) are skipped:
-the sub-agent's work shows as its Task tool call and result.
+Lines are the claude-agent-sdk message types:
+
+- ``system`` ``init`` names the model: every message is stored as ``anthropic/<model>``;
+- a ``user`` line holding the user's words starts a message that answers them (a
+  ``start`` with the prompt); one holding ``tool_result`` blocks gives tool results;
+- ``stream_event`` lines carry the Anthropic stream of each model call (converted as
+  such); an ``assistant`` line repeats a message whole, so it is used only for messages
+  whose stream was not seen (Claude Code run without partial messages);
+- ``result`` reports the query's cost (``total_cost_usd``, sub-agents included): the
+  query's last step carries it and every other step 0, so the stored cost is the
+  reported one (a query with no result line is priced from the catalogue); an error
+  result ends the message with it;
+- a line with ``parent_tool_use_id`` belongs to the sub-agent that Task call runs: the
+  same conversion, wrapped as ``subagent`` events of that call, so it becomes a child
+  session linked from the call with its own messages and tool calls.
 """
 
 from __future__ import annotations
@@ -13,41 +22,132 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from partwire.protocol.converters.anthropic import AnthropicConverter
-from partwire.protocol.jsonread import JSONMap, as_map, list_of, map_of, text_of
+from partwire.protocol.jsonread import JSONMap, as_map, list_of, map_of, number_of, text_of
 from partwire.schema import ingest
 from partwire.schema.base import JSON
 from partwire.schema.ingest import IngestEvent
+from partwire.schema.part import ModelRef
+
+
+class _Thread:
+    """One conversation of the stream: the main one, or a sub-agent's."""
+
+    def __init__(self, sub: bool) -> None:
+        self.sub = sub
+        self.stream = AnthropicConverter()
+        self.streamed: set[str] = set()  # message ids whose stream events were seen
+        self.started = False  # a message is open
+        self.held: ingest.StepFinish | None = None  # the newest step's end, held for the cost
 
 
 class ClaudeCodeConverter:
     def __init__(self) -> None:
-        self._stream = AnthropicConverter()
-        self._streamed: set[str] = set()  # message ids whose stream events were seen
+        self._model: ModelRef | None = None
+        self._threads: dict[str, _Thread] = {}
 
     def feed(self, item: object) -> list[IngestEvent]:
         line = as_map(item)
-        if line.get("parent_tool_use_id"):
-            return []
+        parent = text_of(line, "parent_tool_use_id")
+        thread = self._threads.get(parent) or self._threads.setdefault(
+            parent, _Thread(bool(parent))
+        )
+        events = self._convert(line, thread, bool(parent))
+        if not parent:
+            return events
+        return [ingest.SubagentEvent(call_id=parent, event=e) for e in events]
+
+    def end(self) -> list[IngestEvent]:
+        out: list[IngestEvent] = []
+        for parent, thread in self._threads.items():
+            events = self._release(thread, [*thread.stream.end()])
+            out += (
+                events
+                if not parent
+                else [ingest.SubagentEvent(call_id=parent, event=e) for e in events]
+            )
+        return out
+
+    def _convert(self, line: JSONMap, thread: _Thread, sub: bool) -> list[IngestEvent]:
         kind = line.get("type")
+        if kind == "system" and line.get("subtype") == "init" and text_of(line, "model"):
+            self._model = ModelRef(provider_id="anthropic", model_id=text_of(line, "model"))
+            return []
+        if kind == "user":
+            return self._user(map_of(line, "message"), thread)
+        if kind == "result":
+            return self._result(line, thread)
+        if kind not in ("stream_event", "assistant"):
+            return []
+        out: list[IngestEvent] = []
+        if not thread.started:  # an answer with no prompt in the stream (--prompt gives it)
+            thread.started = True
+            out.append(ingest.IngestStart(model=self._model))
         if kind == "stream_event":
             event = map_of(line, "event")
             if event.get("type") == "message_start":
-                self._streamed.add(str(map_of(event, "message").get("id")))
-            return self._stream.feed(event)
-        if kind == "assistant":
-            return self._whole(map_of(line, "message"))
-        if kind == "user":
-            return self._results(map_of(line, "message"))
-        if kind == "result" and line.get("is_error"):
+                thread.streamed.add(str(map_of(event, "message").get("id")))
+            return self._release(thread, [*out, *thread.stream.feed(event)])
+        return self._release(thread, [*out, *self._whole(map_of(line, "message"), thread)])
+
+    def _user(self, message: JSONMap, thread: _Thread) -> list[IngestEvent]:
+        content = message.get("content")
+        words = _text(content) if _is_prompt(content) else ""
+        if words:  # the user's words: a new message answers them
+            out = self._release(thread, [*thread.stream.end()], last=True)
+            thread.started = True
+            return [*out, ingest.IngestStart(prompt=words, model=self._model)]
+        results: list[IngestEvent] = []
+        for block in list_of(message, "content"):
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                results.append(
+                    ingest.ToolResult(
+                        call_id=str(block.get("tool_use_id")),
+                        output=_text(block.get("content")),
+                        is_error=bool(block.get("is_error")),
+                    )
+                )
+        return self._release(thread, results)
+
+    def _result(self, line: JSONMap, thread: _Thread) -> list[IngestEvent]:
+        out = [*thread.stream.end()]
+        cost = number_of(line, "total_cost_usd")
+        out = self._release(thread, out, last=True, cost=cost)
+        if line.get("is_error"):
             detail = text_of(line, "result") or text_of(line, "subtype") or "Claude Code failed"
-            return [*self._stream.end(), ingest.StreamError(message=detail)]
-        return []
+            out.append(ingest.StreamError(message=detail))
+        return out
 
-    def end(self) -> list[IngestEvent]:
-        return self._stream.end()
+    def _release(
+        self,
+        thread: _Thread,
+        events: list[IngestEvent],
+        *,
+        last: bool = False,
+        cost: float | None = None,
+    ) -> list[IngestEvent]:
+        """``events`` with each step's end held back until something follows it, so the
+        query's last step can carry the reported cost (``last``: the query ended)."""
+        if thread.sub:  # the query's reported cost covers its sub-agents: the parent has it
+            return [
+                e.model_copy(update={"cost": 0.0}) if isinstance(e, ingest.StepFinish) else e
+                for e in events
+            ]
+        out: list[IngestEvent] = []
+        for event in events:
+            if thread.held is not None:
+                out.append(thread.held.model_copy(update={"cost": 0.0}))
+                thread.held = None
+            if isinstance(event, ingest.StepFinish):
+                thread.held = event
+            else:
+                out.append(event)
+        if last and thread.held is not None:
+            out.append(thread.held.model_copy(update={"cost": cost}))
+            thread.held = None
+        return out
 
-    def _whole(self, message: JSONMap) -> list[IngestEvent]:
-        if str(message.get("id")) in self._streamed:
+    def _whole(self, message: JSONMap, thread: _Thread) -> list[IngestEvent]:
+        if str(message.get("id")) in thread.streamed:
             return []
         events: list[JSONMap] = [
             {"type": "message_start", "message": {"id": message.get("id"), "usage": {}}}
@@ -65,21 +165,16 @@ class ClaudeCodeConverter:
         events.append({"type": "message_stop"})
         out: list[IngestEvent] = []
         for event in events:
-            out += self._stream.feed(event)
+            out += thread.stream.feed(event)
         return out
 
-    def _results(self, message: JSONMap) -> list[IngestEvent]:
-        out: list[IngestEvent] = []
-        for block in list_of(message, "content"):
-            if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                out.append(
-                    ingest.ToolResult(
-                        call_id=str(block.get("tool_use_id")),
-                        output=_text(block.get("content")),
-                        is_error=bool(block.get("is_error")),
-                    )
-                )
-        return out
+
+def _is_prompt(content: JSON) -> bool:
+    """A user message of words (text), not of tool results."""
+    if isinstance(content, str):
+        return True
+    blocks = content if isinstance(content, list) else []
+    return bool(blocks) and all(isinstance(b, Mapping) and b.get("type") == "text" for b in blocks)
 
 
 def _text(content: JSON) -> str:

@@ -307,7 +307,9 @@ async def test_a_claude_code_task_becomes_a_child_session_with_its_own_calls(
 
     events = convert(formats()["claude-code"](), lines("claude-code-task"))
     start = events[0]
-    assert isinstance(start, IngestStart) and start.prompt == "Count the files, and read the README."
+    assert (
+        isinstance(start, IngestStart) and start.prompt == "Count the files, and read the README."
+    )
     answer = await record(runtime, events)
     info = answer.info
     assert (info.provider_id, info.model_id) == ("anthropic", "claude-sonnet-4-5")  # type: ignore[union-attr]
@@ -342,7 +344,10 @@ async def test_a_claude_code_task_becomes_a_child_session_with_its_own_calls(
     for event in await runtime.store.events_after(None):
         for made in adapter.convert(event):
             state = reduce_session_event(state, made)
-    stored = {session_id: await runtime.store.list_messages(session_id), child_id: [asked, answered]}
+    stored = {
+        session_id: await runtime.store.list_messages(session_id),
+        child_id: [asked, answered],
+    }
     whole = conversation_of(session_id, stored)
     assert in_call_order(state["blocks"]) == whole["blocks"]
     (agent,) = state["subagents"]

@@ -353,3 +353,54 @@ async def test_a_claude_code_task_becomes_a_child_session_with_its_own_calls(
     (agent,) = state["subagents"]
     assert agent["agentId"] == child_id and agent["status"] == "success"
     assert in_call_order(agent["blocks"]) == whole["subagents"][0]["blocks"]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "failed"),
+    [("success", False), ("retried", True), ("denied", True), ("failed", True)],
+)
+def test_a_pydantic_ai_outcome_other_than_success_is_an_error(outcome: str, failed: bool) -> None:
+    from pydantic_ai import messages as pai
+
+    part = pai.ToolReturnPart(tool_name="t", content="x", tool_call_id="c1", outcome=outcome)  # type: ignore[arg-type]
+    (result,) = PydanticAIConverter().feed(pai.FunctionToolResultEvent(part=part))
+    assert result.is_error is failed  # type: ignore[union-attr]
+
+
+def test_openai_usage_counts_each_token_once() -> None:
+    """OpenAI's input includes the cached prompt and its output the reasoning; stored,
+    each is in its own field once and the total is OpenAI's."""
+    events = convert(formats()["openai-responses"](), RESPONSES)
+    finish = next(e for e in events if e.type == "step-finish")
+    tokens = finish.tokens  # type: ignore[union-attr]
+    assert (tokens.input, tokens.cache.read, tokens.output, tokens.reasoning) == (32, 8, 6, 3)
+    assert tokens.total == 49
+
+
+def test_an_anthropic_server_tool_completes_with_its_result() -> None:
+    stream = [
+        {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "content": [],
+            "model": "claude-sonnet-4-5", "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+            "input": {"query": "weather"}}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {
+            "type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": [{"type": "web_search_result", "title": "Sunny", "url": "https://x",
+                         "encrypted_content": "EqA"}]}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    typed = TypeAdapter(RawMessageStreamEvent)
+    events = convert(formats()["anthropic"](), [typed.validate_python(e) for e in stream])
+    kinds = [e.type for e in events]
+    assert kinds == ["step-start", "tool-call-start", "tool-call", "tool-result", "step-finish"]
+    result = events[3]
+    assert result.call_id == "srvtoolu_1" and "Sunny" in result.output  # type: ignore[union-attr]

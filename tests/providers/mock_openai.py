@@ -59,7 +59,9 @@ def text(*words: str, reasoning: str = "", prompt: int = 20) -> list[dict[str, A
             for i, w in enumerate(words)
         ],
         chunk({}, "stop"),
-        usage(prompt, len(words), cached=5, reasoning=3 if reasoning else 0),
+        usage(
+            prompt, len(words) + (3 if reasoning else 0), cached=5, reasoning=3 if reasoning else 0
+        ),
     ]
 
 

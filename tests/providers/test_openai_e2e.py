@@ -79,7 +79,9 @@ async def test_text_reasoning_and_usage(http: httpx.AsyncClient, mock: MockOpenA
     assert parts[1]["text"] == "thinking hard"  # type: ignore[index]
     assert parts[2]["text"] == "Hello world"  # type: ignore[index]
     tokens = parts[3]["tokens"]  # type: ignore[index]
-    assert (tokens["input"], tokens["output"], tokens["cache"]["read"]) == (20, 2, 5)
+    # OpenAI's prompt counts the cached tokens and its completion the reasoning: once here
+    assert (tokens["input"], tokens["output"], tokens["cache"]["read"]) == (15, 2, 5)
+    assert tokens["total"] == 25
     assert tokens["reasoning"] == 3
     sent = mock.requests[0]
     assert sent["headers"]["authorization"] == f"Bearer {SECRET}"

@@ -289,7 +289,7 @@ async def test_finish_step_usage_accumulates_on_the_message(
         [
             StreamStart(),
             StartStep(),
-            FinishStep("stop", Usage(input=7, output=3, reasoning=2)),
+            FinishStep("stop", Usage(input=7, output=5, reasoning=2)),  # output: all of it
             *finish()[1:],
         ]
     )

@@ -22,13 +22,19 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
 
-    def tokens(self) -> Tokens:
-        """As a message counts them (the total is input, output and reasoning)."""
+    def tokens(self, total: int | None = None) -> Tokens:
+        """As a message counts them, each token once (opencode's fields): ``input``
+        without the cached prompt, ``output`` without the reasoning, which have their own
+        fields; the total is the provider's (``total``), else prompt plus completion.
+        Here, as the providers and the price catalogue count, ``input`` is the whole
+        prompt and ``output`` the whole completion."""
+        cached = self.cache_read + self.cache_write
+        reasoning = min(self.reasoning, self.output)
         return Tokens(
-            total=self.input + self.output + self.reasoning,
-            input=self.input,
-            output=self.output,
-            reasoning=self.reasoning,
+            total=total if total is not None else self.input + self.output,
+            input=max(0, self.input - cached),
+            output=self.output - reasoning,
+            reasoning=reasoning,
             cache=Tokens.Cache(read=self.cache_read, write=self.cache_write),
         )
 

@@ -8,8 +8,8 @@ arguments and are complete at their ``response.output_item.done``.
 from __future__ import annotations
 
 from partwire.protocol.jsonread import JSONMap, as_map, int_of, map_of, text_of
+from partwire.providers.stream import Usage
 from partwire.schema import ingest
-from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
 
 TEXT = ("response.output_text.delta", "response.refusal.delta")
@@ -83,13 +83,13 @@ class OpenAIResponsesConverter:
             out.append(ingest.StreamError(message=message or "response failed"))
         usage = map_of(response, "usage")
         total = usage.get("total_tokens")
-        tokens = Tokens(
-            total=total if isinstance(total, int) else None,
+        # OpenAI's input counts the cached prompt, its output the reasoning: each once here
+        tokens = Usage(
             input=int_of(usage, "input_tokens"),
             output=int_of(usage, "output_tokens"),
             reasoning=int_of(map_of(usage, "output_tokens_details"), "reasoning_tokens"),
-            cache=Tokens.Cache(read=int_of(map_of(usage, "input_tokens_details"), "cached_tokens")),
-        )
+            cache_read=int_of(map_of(usage, "input_tokens_details"), "cached_tokens"),
+        ).tokens(total if isinstance(total, int) else None)
         reason = "tool-calls" if self._called else "stop"
         incomplete = map_of(response, "incomplete_details").get("reason")
         if kind == "response.incomplete":

@@ -13,6 +13,7 @@ import json
 from pydantic_ai import messages as pai
 from pydantic_ai.usage import UsageBase
 
+from partwire.providers.stream import Usage
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
@@ -106,7 +107,7 @@ class PydanticAIConverter:
     def _result(self, part: pai.ToolReturnPart | pai.RetryPromptPart) -> list[IngestEvent]:
         failed = getattr(part, "part_kind", "") == "retry-prompt" or getattr(
             part, "outcome", "success"
-        ) in ("failed", "denied")
+        ) in ("failed", "denied", "retried")
         content = part.model_response_str() if hasattr(part, "model_response_str") else part.content
         return [ingest.ToolResult(call_id=part.tool_call_id, output=content, is_error=failed)]
 
@@ -115,9 +116,11 @@ def _usage(result: object) -> Tokens | None:
     usage = getattr(result, "usage", None)
     if not isinstance(usage, UsageBase):
         return None
-    return Tokens(
-        total=(usage.input_tokens or 0) + (usage.output_tokens or 0),
+    # pydantic-ai's input counts the cached prompt and its output the reasoning
+    return Usage(
         input=usage.input_tokens or 0,
         output=usage.output_tokens or 0,
-        cache=Tokens.Cache(read=usage.cache_read_tokens or 0, write=usage.cache_write_tokens or 0),
-    )
+        reasoning=int((getattr(usage, "details", None) or {}).get("reasoning_tokens") or 0),
+        cache_read=usage.cache_read_tokens or 0,
+        cache_write=usage.cache_write_tokens or 0,
+    ).tokens()

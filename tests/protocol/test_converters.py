@@ -392,7 +392,8 @@ def test_an_anthropic_server_tool_completes_with_its_result() -> None:
             "content": [{"type": "web_search_result", "title": "Sunny", "url": "https://x",
                          "encrypted_content": "EqA"}]}},
         {"type": "content_block_stop", "index": 1},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 3}},
         {"type": "message_stop"},
     ]  # fmt: skip
     from anthropic.types import RawMessageStreamEvent

@@ -405,3 +405,52 @@ def test_an_anthropic_server_tool_completes_with_its_result() -> None:
     assert kinds == ["step-start", "tool-call-start", "tool-call", "tool-result", "step-finish"]
     result = events[3]
     assert result.call_id == "srvtoolu_1" and "Sunny" in result.output  # type: ignore[union-attr]
+
+
+async def test_opencode_sub_agent_sessions_are_mirrored_as_child_sessions(
+    runtime: Runtime,
+) -> None:
+    """opencode's /event of a session whose task tool ran two sub-agents (partwire's own
+    stream, which is opencode's shape): mirrored, each child session holds the sub-agent's
+    prompt and tool calls, linked from its call."""
+    from partwire.schema.input import PromptInput, TextPartInput
+
+    source = await new_session(runtime)
+    watched = runtime.bus.subscribe_all()
+    for text in ("task list", "task list"):
+        await runtime.loop.prompt(source, PromptInput(parts=[TextPartInput(text=text)]))
+    stream = [json.loads(e.json) for e in watched.drain() if e.json]
+    watched.close()
+    events = convert(formats()["opencode"](source), stream)
+    starts = [e.role for e in events if isinstance(e, IngestStart)]
+    assert starts.count("user") == 2  # the two prompts; the sub-agents' are theirs
+
+    mirror = await new_session(runtime)
+    message: list[IngestEvent] = []
+    for event in [*events, IngestStart()]:
+        if isinstance(event, IngestStart) and message:
+            start = message[0]
+            assert isinstance(start, IngestStart)
+            async with runtime.record(mirror, role=start.role, model=start.model) as msg:
+                for item in message[1:]:
+                    await feed(msg, item)
+            message = []
+        message.append(event)
+    sessions = await runtime.store.list_sessions()
+    theirs = [s for s in sessions if s.parent_id == source]
+    ours = [s for s in sessions if s.parent_id == mirror]
+    assert len(theirs) == len(ours) == 2
+    calls = [
+        p
+        for m in await runtime.store.list_messages(mirror)
+        for p in m.parts
+        if p.type == "tool" and p.tool == "task"  # type: ignore[union-attr]
+    ]
+    linked = sorted(c.state.metadata["sessionId"] for c in calls)  # type: ignore[union-attr]
+    assert linked == sorted(s.id for s in ours)
+    for child in ours:
+        asked, answered = await runtime.store.list_messages(child.id)
+        assert [p.text for p in asked.parts] == ["list"]  # type: ignore[union-attr]
+        tools = [p for p in answered.parts if p.type == "tool"]
+        assert [(t.tool, t.state.status) for t in tools] == [("list", "completed")]  # type: ignore[union-attr]
+        assert any(p.type == "text" and "README.md" in p.text for p in answered.parts)  # type: ignore[union-attr]

@@ -88,6 +88,7 @@ class Recording:
         self._lock = asyncio.Lock()
         # sub-agents' recordings, by the call of this message that runs each
         self.children: dict[str, Recording] = {}
+        self.ended_children: set[str] = set()  # their calls returned: later events are late
         self.recorder: Recorder | None = None  # opens and ends them
 
     @property
@@ -153,6 +154,7 @@ class Recording:
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         child = self.children.pop(_call_key(call_id) or "", None)
+        self.ended_children.add(_call_key(call_id) or "")
         if child is not None and self.recorder is not None:  # the sub-agent's answer: it ended
             await self.recorder.end_child(child, str(output) if is_error else None)
             metadata = {**(metadata or {}), "sessionId": child.session_id}  # still linked
@@ -214,6 +216,8 @@ class Recording:
         """Route a sub-agent's event to its own recording, opened by its first event."""
         inner = event.event
         child = self.children.get(event.call_id)
+        if event.call_id in self.ended_children:
+            return  # the sub-agent already answered: what it says after is not kept
         if child is None:
             if self.recorder is None:
                 raise BuilderError("sub-agent events need a recording opened by the recorder")

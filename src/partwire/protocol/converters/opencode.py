@@ -1,11 +1,17 @@
 """opencode's ``/event`` stream → ingest events, so a partwire server can mirror an
 opencode session. Each message of the mirrored session begins with a ``start`` event
 (role, model): a caller sends each message as its own ingest stream.
+
+A sub-agent's session (the task tool's child: its call's metadata names it) is mirrored
+too, as ``subagent`` events of that call: its prompt (the child's user message) starts
+it, and its assistant messages become the steps of one answer in a child session linked
+from the call.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from partwire.protocol.jsonread import JSONMap, as_map, map_of, number_of, text_of
 from partwire.schema import ingest
@@ -20,15 +26,32 @@ class _Streamed:
     sent: int = 0  # characters already sent as deltas
 
 
+@dataclass
+class _Child:
+    """A sub-agent's session, mirrored as the ``subagent`` events of its call."""
+
+    call_id: str
+    follow: _Follow
+    prompt: list[str] = field(default_factory=list)  # its user message's text
+    asking: str | None = None  # the id of that user message
+    started: bool = False
+
+
 class OpencodeConverter:
-    """Follows one opencode session: ``session_id``, or the first one with a message."""
+    """Follows one opencode session (``session_id``, or the first one with a message)
+    and the sub-agents' sessions its task calls make."""
 
     def __init__(self, session_id: str | None = None) -> None:
-        self.session_id = session_id
-        self._messages: set[str] = set()
-        self._current: str | None = None
-        self._streams: dict[str, _Streamed] = {}
-        self._tools: dict[str, str] = {}  # call id → status sent
+        self._main = _Follow(session_id, self._child_of)
+        self._children: dict[str, _Child] = {}  # child session id → its mirror
+
+    @property
+    def session_id(self) -> str | None:
+        return self._main.session_id
+
+    def _child_of(self, session_id: str, call_id: str) -> None:
+        if session_id not in self._children:
+            self._children[session_id] = _Child(call_id, _Follow(session_id, self._child_of))
 
     def feed(self, item: object) -> list[IngestEvent]:
         event = as_map(item)
@@ -36,15 +59,56 @@ class OpencodeConverter:
             event = map_of(event, "payload")
         props = map_of(event, "properties")
         kind = event.get("type")
+        owner = props.get("sessionID") or map_of(props, "info").get("sessionID")
+        owner = owner or map_of(props, "part").get("sessionID")
+        child = self._children.get(str(owner))
+        if child is not None:
+            return self._child_event(child, str(kind), props)
+        return self._main.feed(str(kind), props)
+
+    def _child_event(self, child: _Child, kind: str, props: JSONMap) -> list[IngestEvent]:
+        info = map_of(props, "info")
+        if kind == "message.updated" and info.get("role") == "user":
+            child.asking = str(info.get("id"))
+            return []
+        part = map_of(props, "part")
+        if kind == "message.part.updated" and part.get("messageID") == child.asking:
+            if part.get("type") == "text" and text_of(part, "text"):
+                child.prompt = [text_of(part, "text")]
+            return []
+        made = child.follow.feed(kind, props)
+        out: list[IngestEvent] = []
+        for event in made:
+            if isinstance(event, ingest.IngestStart):
+                if child.started:
+                    continue  # its next message: more steps of the one answer
+                child.started = True
+                event = event.model_copy(update={"prompt": "\n".join(child.prompt) or None})
+            out.append(ingest.SubagentEvent(call_id=child.call_id, event=event))
+        return out
+
+    def end(self) -> list[IngestEvent]:
+        return []
+
+
+class _Follow:
+    """One opencode session's messages → ingest events."""
+
+    def __init__(self, session_id: str | None, on_child: Callable[[str, str], None]) -> None:
+        self.session_id = session_id
+        self._on_child = on_child
+        self._messages: set[str] = set()
+        self._current: str | None = None
+        self._streams: dict[str, _Streamed] = {}
+        self._tools: dict[str, str] = {}  # call id → status sent
+
+    def feed(self, kind: str, props: JSONMap) -> list[IngestEvent]:
         if kind == "message.updated":
             return self._message(map_of(props, "info"))
         if kind == "message.part.updated":
             return self._part(map_of(props, "part"))
         if kind == "message.part.delta":
             return self._delta(props)
-        return []
-
-    def end(self) -> list[IngestEvent]:
         return []
 
     def _ours(self, session_id: JSON, message_id: JSON) -> bool:
@@ -125,6 +189,9 @@ class OpencodeConverter:
         call_id, name = str(part.get("callID")), str(part.get("tool"))
         state = map_of(part, "state")
         status = state.get("status")
+        child = map_of(state, "metadata").get("sessionId")
+        if isinstance(child, str) and child:  # a sub-agent runs in that session
+            self._on_child(child, call_id)
         sent = self._tools.get(call_id)
         out: list[IngestEvent] = []
         if sent is None:

@@ -152,3 +152,24 @@ async def test_run_watch_needs_a_session_and_no_prompt(settings: Settings) -> No
     assert code == 1 and "--watch renders an existing session" in err
     code, _, err = await _run(settings, "run", "--watch", "-c", "hello")
     assert code == 1 and "no prompt" in err
+
+
+async def test_claude_code_without_a_prompt_takes_the_streams_and_its_sub_agent(
+    settings: Settings,
+) -> None:
+    """No --prompt: the user's words in the stream are the prompt; the model and the
+    reported cost are kept; the Task's sub-agent is a child session, over the real route."""
+    lines = (FIXTURES / "claude-code-task.jsonl").read_bytes()
+    code, _, err = await _ingest(settings, "--from", "claude-code", stdin=lines)
+    assert code == 0, err
+    session_id = _session_id(err)
+    asked, answer = await _messages(settings, session_id)
+    assert asked["parts"][0]["text"] == "Count the files, and read the README."
+    info = answer["info"]
+    assert (info["providerID"], info["modelID"]) == ("anthropic", "claude-sonnet-4-5")
+    assert abs(info["cost"] - 0.0421) < 1e-9
+    task = next(p for p in answer["parts"] if p.get("tool") == "Task")
+    child = task["state"]["metadata"]["sessionId"]
+    child_messages = await _messages(settings, child)
+    tools = [p["tool"] for m in child_messages for p in m["parts"] if p["type"] == "tool"]
+    assert tools == ["Bash"]

@@ -13,7 +13,7 @@ import pytest
 from partwire.protocol.converters import Converter, formats
 from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
 from partwire.runtime import Runtime
-from partwire.schema.ingest import IngestEvent, IngestStart
+from partwire.schema.ingest import IngestEvent, IngestStart, ToolCall
 from partwire.schema.message import MessageWithParts
 from partwire.session.ingest import feed
 from tests.session.helpers import new_session
@@ -402,8 +402,11 @@ def test_an_anthropic_server_tool_completes_with_its_result() -> None:
     typed = TypeAdapter(RawMessageStreamEvent)
     events = convert(formats()["anthropic"](), [typed.validate_python(e) for e in stream])
     kinds = [e.type for e in events]
-    assert kinds == ["step-start", "tool-call-start", "tool-call", "tool-result", "step-finish"]
-    result = events[3]
+    assert kinds == [
+        "start", "step-start", "tool-call-start", "tool-call", "tool-result", "step-finish"
+    ]  # fmt: skip
+    assert events[0].model.model_id == "claude-sonnet-4-5"  # type: ignore[union-attr]
+    result = events[4]
     assert result.call_id == "srvtoolu_1" and "Sunny" in result.output  # type: ignore[union-attr]
 
 
@@ -454,3 +457,21 @@ async def test_opencode_sub_agent_sessions_are_mirrored_as_child_sessions(
         tools = [p for p in answered.parts if p.type == "tool"]
         assert [(t.tool, t.state.status) for t in tools] == [("list", "completed")]  # type: ignore[union-attr]
         assert any(p.type == "text" and "README.md" in p.text for p in answered.parts)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [("anthropic", "anthropic/claude-sonnet-4"), ("openai-chat", "openai/gpt-4o"),
+     ("openai-responses", "openai/gpt-4o")],
+)  # fmt: skip
+async def test_the_streams_model_is_kept_and_priced(
+    runtime: Runtime, name: str, model: str
+) -> None:
+    """The model the stream names is the message's, and its steps cost what the price
+    catalogue says (these streams report no cost)."""
+    events = convert(formats()[name](), lines(name))
+    calls = {e.call_id for e in events if isinstance(e, ToolCall)}
+    answer = await record(runtime, events, dict.fromkeys(calls, "x"))
+    info = answer.info
+    assert f"{info.provider_id}/{info.model_id}" == model  # type: ignore[union-attr]
+    assert info.cost > 0  # type: ignore[union-attr]

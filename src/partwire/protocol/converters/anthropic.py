@@ -20,6 +20,7 @@ from partwire.protocol.jsonread import JSONMap, as_map, int_of, map_of, text_of
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
+from partwire.schema.part import ModelRef
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -39,7 +40,9 @@ class _ToolBlock:
 
 
 class AnthropicConverter:
-    def __init__(self) -> None:
+    def __init__(self, *, announce_model: bool = True) -> None:
+        # the first message names the model (a start event), unless a caller does
+        self._announce = announce_model
         self._tools: dict[int, _ToolBlock] = {}
         self._usage: dict[str, int] = {}
         self._stop: str | None = None
@@ -77,6 +80,9 @@ class AnthropicConverter:
 
     def _message_start(self, message: JSONMap) -> list[IngestEvent]:
         out = self._finish_step() if self._open_step else []
+        if self._announce and (model := text_of(message, "model")):
+            self._announce = False
+            out.append(ingest.IngestStart(model=ModelRef(provider_id="anthropic", model_id=model)))
         self._open_step = True
         self._usage = _ints(map_of(message, "usage"))
         self._stop = None

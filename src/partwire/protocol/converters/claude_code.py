@@ -34,7 +34,7 @@ class _Thread:
 
     def __init__(self, sub: bool) -> None:
         self.sub = sub
-        self.stream = AnthropicConverter()
+        self.stream = AnthropicConverter(announce_model=False)  # init names it
         self.streamed: set[str] = set()  # message ids whose stream events were seen
         self.started = False  # a message is open
         self.held: ingest.StepFinish | None = None  # the newest step's end, held for the cost

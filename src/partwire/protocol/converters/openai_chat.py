@@ -11,6 +11,7 @@ from partwire.providers import stream as provider
 from partwire.providers.chat_chunks import ChunkDecoder
 from partwire.schema import ingest
 from partwire.schema.ingest import IngestEvent
+from partwire.schema.part import ModelRef
 
 
 class OpenAIChatConverter:
@@ -24,7 +25,7 @@ class OpenAIChatConverter:
             item = item.model_dump(exclude_none=True)
         if not isinstance(item, dict) or not ("choices" in item or "error" in item):
             return []
-        out = self._start()
+        out = self._start(item.get("model"))
         for event in self._decoder.feed(item):
             out += self._events.feed(event)
         if self._decoder.error is not None:
@@ -39,8 +40,11 @@ class OpenAIChatConverter:
         finished = provider.FinishStep(self._decoder.reason(), self._decoder.usage)
         return out + self._events.feed(finished)
 
-    def _start(self) -> list[IngestEvent]:
+    def _start(self, model: object = None) -> list[IngestEvent]:
         if self._started:
             return []
         self._started = True
+        if isinstance(model, str) and model:  # the first chunk names the model
+            named = ModelRef(provider_id="openai", model_id=model)
+            return [ingest.IngestStart(model=named), ingest.StepStart()]
         return [ingest.StepStart()]

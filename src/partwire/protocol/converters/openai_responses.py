@@ -11,6 +11,7 @@ from partwire.protocol.jsonread import JSONMap, as_map, int_of, map_of, text_of
 from partwire.providers.stream import Usage
 from partwire.schema import ingest
 from partwire.schema.ingest import IngestEvent
+from partwire.schema.part import ModelRef
 
 TEXT = ("response.output_text.delta", "response.refusal.delta")
 REASONING = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
@@ -18,6 +19,7 @@ REASONING = ("response.reasoning_summary_text.delta", "response.reasoning_text.d
 
 class OpenAIResponsesConverter:
     def __init__(self) -> None:
+        self._named = False  # the first response named its model (a start event)
         self._calls: dict[str, str] = {}  # output item id → call id
         self._done: set[str] = set()
         self._open_step = False
@@ -28,6 +30,11 @@ class OpenAIResponsesConverter:
         kind = text_of(item, "type")
         opens = kind == "response.created" or kind in TEXT or kind in REASONING
         out = self._step() if opens and not self._open_step else []
+        model = text_of(map_of(item, "response"), "model")
+        if kind == "response.created" and model and not self._named:
+            self._named = True
+            named = ModelRef(provider_id="openai", model_id=model)
+            out.insert(0, ingest.IngestStart(model=named))
         if kind == "response.output_item.added" and not self._open_step:
             out = self._step()
         delta = text_of(item, "delta")

@@ -69,6 +69,8 @@ class AnthropicConverter:
         if kind == "error":
             error = event.get("error")
             message = text_of(error, "message") if isinstance(error, Mapping) else str(error or "")
+            self._tools.clear()  # the message ends with the error: nothing is left open
+            self._open_step = False
             return [ingest.StreamError(message=message or "error")]
         return []
 

@@ -6,6 +6,8 @@ at ``end`` with the usage (``stream_options.include_usage``) and finish reason i
 
 from __future__ import annotations
 
+import json
+
 from partwire.protocol.converters.stream_events import StreamEventConverter
 from partwire.providers import stream as provider
 from partwire.providers.chat_chunks import ChunkDecoder
@@ -36,6 +38,8 @@ class OpenAIChatConverter:
     def end(self) -> list[IngestEvent]:
         out = self._start()
         for event in self._decoder.finish():
+            if isinstance(event, provider.ToolCall) and not _whole_json(event.input):
+                continue  # cut off mid-arguments: the call stays unmade, and ends in error
             out += self._events.feed(event)
         finished = provider.FinishStep(self._decoder.reason(), self._decoder.usage)
         return out + self._events.feed(finished)
@@ -48,3 +52,11 @@ class OpenAIChatConverter:
             named = ModelRef(provider_id="openai", model_id=model)
             return [ingest.IngestStart(model=named), ingest.StepStart()]
         return [ingest.StepStart()]
+
+
+def _whole_json(raw: str | None) -> bool:
+    try:
+        json.loads(raw or "{}")
+    except ValueError:
+        return False
+    return True

@@ -96,6 +96,7 @@ class OpenAIResponsesConverter:
             output=int_of(usage, "output_tokens"),
             reasoning=int_of(map_of(usage, "output_tokens_details"), "reasoning_tokens"),
             cache_read=int_of(map_of(usage, "input_tokens_details"), "cached_tokens"),
+            cache_write=int_of(map_of(usage, "input_tokens_details"), "cache_write_tokens"),
         ).tokens(total if isinstance(total, int) else None)
         reason = "tool-calls" if self._called else "stop"
         incomplete = map_of(response, "incomplete_details").get("reason")

@@ -63,7 +63,11 @@ async def test_reduced_conversation_equals_the_stored_one(runtime: Runtime) -> N
     assert ordered(state) == await stored_state(runtime, session_id)
     kinds = {b["type"] for b in state["blocks"]}
     assert kinds == {"user_message", "assistant_text", "thinking", "tool_use", "tool_result",
-                     "subagent"}  # fmt: skip
+                     "subagent", "system", "error"}  # fmt: skip
+    (retry,) = [b for b in state["blocks"] if b["type"] == "system"]
+    assert retry["subtype"] == "status" and retry["message"].startswith("retry 1:")
+    (aborted,) = [b for b in state["blocks"] if b["type"] == "error"]  # the aborted recording
+    assert aborted["code"] == "MessageAbortedError"
     assert all(b["status"] in ("complete", "error") for b in state["blocks"])
     (agent,) = state["subagents"]
     assert agent["status"] == "success" and agent["prompt"] == "list"

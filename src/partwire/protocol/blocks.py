@@ -49,7 +49,16 @@ from partwire.schema.event import (
     SessionStatusProps,
 )
 from partwire.schema.message import AssistantMessage, Message, MessageWithParts, error_text
-from partwire.schema.part import FilePart, Part, ReasoningPart, TextPart, ToolPart, part_finished
+from partwire.schema.part import (
+    CompactionPart,
+    FilePart,
+    Part,
+    ReasoningPart,
+    RetryPart,
+    TextPart,
+    ToolPart,
+    part_finished,
+)
 from partwire.schema.session_events import (
     ActiveQuery,
     AssistantTextBlock,
@@ -59,6 +68,7 @@ from partwire.schema.session_events import (
     EnvironmentReady,
     EnvironmentState,
     EnvironmentTerminated,
+    ErrorBlock,
     ErrorPayload,
     FileChanged,
     FileDeleted,
@@ -82,6 +92,7 @@ from partwire.schema.session_events import (
     SubagentBlock,
     SubagentCompleted,
     SubagentSpawned,
+    SystemBlock,
     TextContent,
     ThinkingBlock,
     TokenUsage,
@@ -144,6 +155,17 @@ def block_of(part: Part, role: str, created: int, model: str | None) -> WireMode
         return UserMessageBlock(
             id=part.id, timestamp=iso(created), status="complete", metadata=_meta(part),
             content=content,
+        )  # fmt: skip
+    if isinstance(part, RetryPart):
+        message = f"retry {part.attempt}: {part.error.data.message}"
+        return SystemBlock(
+            id=part.id, timestamp=iso(part.time.created), status="complete",
+            metadata=_meta(part), subtype="status", message=message,
+        )  # fmt: skip
+    if isinstance(part, CompactionPart):
+        return SystemBlock(
+            id=part.id, timestamp=iso(created), status="complete", metadata=_meta(part),
+            subtype="status", message="The conversation was compacted",
         )  # fmt: skip
     if isinstance(part, ToolPart) and _child_of(part) is None:
         state = part.state
@@ -223,6 +245,17 @@ def in_call_order(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out + list(results.values())
 
 
+def error_block(info: Message) -> ErrorBlock | None:
+    """The ``error`` block of an assistant message that ended with an error."""
+    if not isinstance(info, AssistantMessage) or info.error is None:
+        return None
+    ended = info.time.completed or info.time.created
+    return ErrorBlock(
+        id=f"error-{info.id}", timestamp=iso(ended), status="complete",
+        metadata={"messageId": info.id}, message=error_text(info.error), code=info.error.name,
+    )  # fmt: skip
+
+
 def _empty_text(block: Mapping[str, Any]) -> bool:
     kind, content = block.get("type"), block.get("content")
     return kind in ("assistant_text", "thinking") and not str(content or "").strip()
@@ -243,6 +276,8 @@ def blocks_of(messages: Iterable[MessageWithParts]) -> list[dict[str, Any]]:
                 out.append(_subagent_block(part, info.time.created))
             elif isinstance(part, ToolPart) and (result := result_of(part)) is not None:
                 out.append(result.wire())
+        if (failed := error_block(info)) is not None:
+            out.append(failed.wire())
     return out
 
 
@@ -448,11 +483,13 @@ class SessionEvents:
         state.models[info.id] = info.model_id
         if info.time.completed is None or info.id in state.totals:
             return []
-        if info.error is not None:
-            state.failure = error_text(info.error)
+        out: list[Made] = []
+        if (failed := error_block(info)) is not None:
+            state.failure = failed.message
+            out.append(("block:upsert", BlockUpsert(block=failed.wire()), None))
         state.timestamp = max(state.timestamp, info.time.completed)
         state.totals[info.id] = (info.tokens, info.cost)
-        return [("metadata:update", _metadata(info, state), None)]
+        return [*out, ("metadata:update", _metadata(info, state), None)]
 
     def _part(self, part: Part, state: _Session) -> list[Made]:
         role = state.roles.get(part.message_id, "assistant")

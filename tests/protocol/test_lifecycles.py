@@ -103,7 +103,9 @@ def model_steps(draw: st.DrawFn) -> list[StreamEvent]:
         else:
             calls += 1
             call_id = f"call_{block}"
-            raw = "{" if kind == "broken-tool" else "{}"
+            # each call's arguments differ: three alike in a row would be a doom loop,
+            # which asks the user (and nobody answers here)
+            raw = "{" if kind == "broken-tool" else f'{{"note": {block}}}'
             events += [
                 ToolInputStart(call_id, "todoread"),
                 ToolInputDelta(call_id, raw),

@@ -18,7 +18,7 @@ $(SERVE_STAMP): pyproject.toml
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(SERVE_STAMP)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-binary claude-agent-sdk -e '.[dev]'
 	touch $(STAMP)
 
 serve: $(SERVE_STAMP) ui ## Start partwire serve on 127.0.0.1:4096, or PORT=… (installs and builds the web UI first)

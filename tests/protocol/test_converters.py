@@ -475,3 +475,19 @@ async def test_the_streams_model_is_kept_and_priced(
     info = answer.info
     assert f"{info.provider_id}/{info.model_id}" == model  # type: ignore[union-attr]
     assert info.cost > 0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["claude-code", "claude-code-task"])
+def test_the_claude_code_lines_are_what_the_agent_sdk_reads(name: str) -> None:
+    """Each fixture line is one the Claude Agent SDK's own parser reads as its message
+    types (pinned in pyproject), sub-agent lines with their parent_tool_use_id."""
+    from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
+    from claude_agent_sdk._internal.message_parser import parse_message
+
+    parsed = [parse_message(line) for line in lines(name)]
+    assert isinstance(parsed[0], SystemMessage) and isinstance(parsed[-1], ResultMessage)
+    kinds = {type(m).__name__ for m in parsed}
+    assert {"AssistantMessage", "UserMessage"} <= kinds
+    if name == "claude-code-task":
+        sub = [m for m in parsed if isinstance(m, AssistantMessage | UserMessage)]
+        assert {m.parent_tool_use_id for m in sub} == {None, "toolu_task"}

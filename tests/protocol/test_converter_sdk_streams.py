@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from partwire.protocol.converters import formats
 from partwire.runtime import Runtime
 from partwire.schema.ingest import IngestEvent, ToolCall
-from tests.protocol.test_converters import convert, record, shape
+from tests.protocol.test_converters import convert, pydantic_ai_events, record, shape
 
 
 def _both(name: str, objects: list[Any]) -> list[IngestEvent]:
@@ -238,8 +238,6 @@ async def test_a_pydantic_ai_run_with_thinking_and_parallel_calls(runtime: Runti
         FunctionModel,
     )
 
-    from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
-
     async def model(
         messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[str | DeltaToolCalls | DeltaThinkingCalls]:
@@ -258,13 +256,7 @@ async def test_a_pydantic_ai_run_with_thinking_and_parallel_calls(runtime: Runti
     def size(name: str) -> int:
         return len(name)
 
-    converter = PydanticAIConverter()
-    events: list[IngestEvent] = []
-    async with agent.run_stream_events("sizes?") as stream:
-        async for event in stream:
-            events += converter.feed(event)
-    events += converter.end()
-    answer = await record(runtime, events)
+    answer = await record(runtime, await pydantic_ai_events(agent, "sizes?"))
     assert shape(answer) == [
         ("step-start", None),
         ("reasoning", "Both at once."),

@@ -187,6 +187,16 @@ async def test_a_claude_code_error_result_ends_the_message(runtime: Runtime) -> 
 # ---- pydantic-ai --------------------------------------------------------------------------
 
 
+async def pydantic_ai_events(agent: Any, prompt: str) -> list[IngestEvent]:
+    """The ingest events of one run of ``agent``, converted as they stream."""
+    converter = PydanticAIConverter()
+    events: list[IngestEvent] = []
+    async with agent.run_stream_events(prompt) as stream:
+        async for event in stream:
+            events += converter.feed(event)
+    return events + converter.end()
+
+
 async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
@@ -209,13 +219,7 @@ async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
     def lookup(key: str) -> str:
         return f"{key}=blue"
 
-    converter = PydanticAIConverter()
-    events: list[IngestEvent] = []
-    async with agent.run_stream_events("What colour?") as stream:
-        async for event in stream:
-            events += converter.feed(event)
-    events += converter.end()
-    answer = await record(runtime, events)
+    answer = await record(runtime, await pydantic_ai_events(agent, "What colour?"))
     assert shape(answer) == [
         ("step-start", None),
         ("text", "Let me look. "),

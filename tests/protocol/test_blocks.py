@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from partwire.protocol.blocks import SessionEvents, blocks_of, conversation_of, in_call_order
+from partwire.protocol.blocks import SessionEvents
+from partwire.protocol.conversation import blocks_of, conversation_of, in_call_order
 from partwire.protocol.session_state import ConversationState, initial_state, reduce_session_event
 from partwire.runtime import Runtime
 from partwire.schema.input import PromptInput, TextPartInput

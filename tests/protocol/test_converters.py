@@ -306,7 +306,8 @@ async def test_a_claude_code_task_becomes_a_child_session_with_its_own_calls(
     """The prompt and model come from the stream, the reported cost is kept, tokens are
     Anthropic's own, and the Task's sub-agent (its lines carry parent_tool_use_id) is a
     child session linked from the call, with its own tool calls."""
-    from partwire.protocol.blocks import SessionEvents, conversation_of, in_call_order
+    from partwire.protocol.blocks import SessionEvents
+    from partwire.protocol.conversation import conversation_of, in_call_order
     from partwire.protocol.session_state import initial_state, reduce_session_event
 
     events = convert(formats()["claude-code"](), lines("claude-code-task"))

@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partwire.protocol.blocks import SessionEvents, blocks_of, in_call_order
+from partwire.protocol.blocks import SessionEvents
+from partwire.protocol.conversation import blocks_of, in_call_order
 from partwire.protocol.partframes import FrameReducer, SessionFrames
 from partwire.protocol.session_state import initial_state, reduce_session_event
 from partwire.providers.stream import (

@@ -59,6 +59,7 @@ LOADED_ON_USE = (
     "socketio", "engineio", "aiohttp", "partwire.builder", "partwire.session.recorder",
     "partwire.schema.frames", "partwire.schema.ingest", "partwire.protocol.blocks",
     "partwire.schema.session_events", "partwire.protocol.session_state",
+    "partwire.protocol.conversation",
     "partwire.protocol.partframes", "ag_ui", "partwire.protocol.agui", "acp",
     "httpx", "regex", "tree_sitter", "tree_sitter_bash",  # webfetch, searches, bash commands
 )  # fmt: skip

@@ -22,7 +22,7 @@ import socketio
 
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
-from partwire.protocol.blocks import conversation_of, in_call_order
+from partwire.protocol.conversation import conversation_of, in_call_order
 from partwire.protocol.session_state import ConversationState, initial_state, reduce_session_event
 from partwire.schema.session_events import PAYLOADS, SessionEvent
 from partwire.server.app import create_app

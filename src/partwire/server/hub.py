@@ -112,7 +112,7 @@ async def _resync(
 ) -> tuple[dict[str, Any], str | None]:
     """The session's conversation (``{blocks, subagents}``, as the shared reducer holds
     it) rebuilt from the store, and the event id live events go on from."""
-    from partwire.protocol.blocks import conversation_of
+    from partwire.protocol.conversation import conversation_of
 
     messages, newest = await runtime.store.snapshot_messages(session_id)
     by_session = {session_id: messages}

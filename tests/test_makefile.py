@@ -25,4 +25,4 @@ def test_make_serve_installs_only_what_serving_needs(tmp_path: Path) -> None:
 
     serve = dry("serve")
     assert "pip install --quiet -e ." in serve and "[dev]" not in serve
-    assert "pip install --quiet -e '.[dev]'" in dry("test")
+    assert "-e '.[dev]'" in dry("test")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from partwire.errors import BuilderError
 from partwire.protocol.converters import Converter, formats
 from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
 from partwire.runtime import Runtime
@@ -496,3 +497,26 @@ def test_the_claude_code_lines_are_what_the_agent_sdk_reads(name: str) -> None:
     if name == "claude-code-task":
         sub = [m for m in parsed if isinstance(m, AssistantMessage | UserMessage)]
         assert {m.parent_tool_use_id for m in sub} == {None, "toolu_task"}
+
+
+async def test_a_loop_that_converts_each_model_call_keeps_one_message(runtime: Runtime) -> None:
+    """Each model call of a user's loop has its own converter, and each names the model
+    (a start event): fed in process, the message takes that model when the loop named
+    none, and the later starts only name it again."""
+    session_id = await new_session(runtime)
+    async with runtime.record(session_id, prompt="go") as msg:
+        for call in ("call_1", "call_2"):
+            chunks = json.loads(json.dumps(CHAT_CHUNKS).replace("call_1", call))
+            for event in convert(formats()["openai-chat"](), chunks):
+                if isinstance(event, ToolCall):
+                    await feed(msg, event)
+                    await msg.add_tool_result(event.call_id, "18°C")
+                else:
+                    await feed(msg, event)
+    answer = (await runtime.store.list_messages(session_id))[-1]
+    info = answer.info
+    assert (info.provider_id, info.model_id) == ("openai", "gpt-4o")  # type: ignore[union-attr]
+    assert [p.type for p in answer.parts].count("step-start") == 2
+    with pytest.raises(BuilderError, match="first line"):
+        async with runtime.record(session_id, prompt="again") as again:
+            await feed(again, IngestStart(prompt="a second prompt"))

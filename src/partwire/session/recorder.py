@@ -207,6 +207,27 @@ class Recording:
             props = SessionErrorProps(session_id=self.session_id, error=error)
             await self.store.publish([SessionError(props)])
 
+    def _adopt_model(self, start: IngestStart) -> None:
+        """A converter's start that only names the stream's model (each model call of a
+        loop may begin with one): the message takes it when nobody named one at the
+        start. Any other start line mid-message is refused."""
+        named_only = (
+            start.model is not None
+            and start.role == "assistant"
+            and start.prompt is None
+            and start.parent_id is None
+            and start.message_id is None
+            and start.agent is None
+        )
+        if not named_only:
+            raise BuilderError("a start line may only be the first line")
+        info, model = self.writer.info, start.model
+        assert model is not None
+        unnamed = isinstance(info, AssistantMessage) and info.provider_id == EXTERNAL
+        if unnamed and not self.builder.done:
+            named = {"provider_id": model.provider_id, "model_id": model.model_id}
+            self.writer.info = info.model_copy(update=named)
+
     async def _end_children(self, error: str | None, *, aborted: bool = False) -> None:
         while self.children and self.recorder is not None:
             _, child = self.children.popitem()
@@ -248,7 +269,8 @@ class Recording:
             await self._subagent(event)
             return
         if isinstance(event, IngestStart):
-            raise BuilderError("a start line may only be the first line")
+            self._adopt_model(event)
+            return
         if isinstance(event, StreamError):
             if self.builder.done:
                 raise BuilderError("an error after the message ended")

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     )
     from partwire.server.app import create_app
     from partwire.server.runner import serve_in_background
-    from partwire.session.recorder import Recording
+    from partwire.session.recording import Recording
     from partwire.tools.base import Tool, ToolContext, ToolResult
     from partwire.tools.registry import register_tool
 
@@ -54,7 +54,7 @@ _HOMES = {
     "AbortedError": "partwire.errors",
     "BuilderError": "partwire.errors",
     "RejectedError": "partwire.errors",
-    "Recording": "partwire.session.recorder",
+    "Recording": "partwire.session.recording",
     "SessionCreateInput": "partwire.schema.input",
     "ConversationState": "partwire.protocol.session_state",
     "initial_state": "partwire.protocol.session_state",

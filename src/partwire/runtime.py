@@ -48,7 +48,8 @@ from partwire.tools.registry import load_builtin_tools
 from partwire.tuicontrol import TuiControl
 
 if TYPE_CHECKING:
-    from partwire.session.recorder import Recorder, Recording
+    from partwire.session.recorder import Recorder
+    from partwire.session.recording import Recording
 
 
 @dataclass

@@ -57,6 +57,7 @@ def test_sdks_load_after_the_start_not_during_it(
 
 LOADED_ON_USE = (
     "socketio", "engineio", "aiohttp", "partwire.builder", "partwire.session.recorder",
+    "partwire.session.recording",
     "partwire.schema.frames", "partwire.schema.ingest", "partwire.protocol.blocks",
     "partwire.schema.session_events", "partwire.protocol.session_state",
     "partwire.protocol.conversation",

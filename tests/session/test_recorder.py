@@ -27,7 +27,7 @@ from partwire.providers.stream import (
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
 from partwire.schema.message import AssistantMessage, UserMessage
-from partwire.session.recorder import Recording
+from partwire.session.recording import Recording
 from tests.scripted import ScriptedModel, finish, text_reply
 from tests.session.helpers import new_session, prompt_body
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from partwire.schema.ingest import IngestEvent
-from partwire.session.recorder import Recording
+from partwire.session.recording import Recording
 
 
 async def feed(recording: Recording, event: IngestEvent) -> None:

@@ -26,7 +26,7 @@ from partwire.server.routes.session import wire
 
 if TYPE_CHECKING:  # loaded with the first ingest, not at start-up
     from partwire.schema.ingest import IngestEvent
-    from partwire.session.recorder import Recording
+    from partwire.session.recording import Recording
 
 router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
 

@@ -137,11 +137,6 @@ class SessionEvents:
         self.root = root
         self._sessions: dict[str, _Session] = {root: _Session("main")}
 
-    @property
-    def sessions(self) -> set[str]:
-        """The sessions whose events this stream carries: the root and its sub-agents."""
-        return set(self._sessions)
-
     def convert(self, event: Event) -> list[SessionEvent]:
         session_id = event.session_id
         state = self._sessions.get(session_id) if session_id is not None else None

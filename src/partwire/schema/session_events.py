@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, TypeAdapter, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from partwire.schema.base import WireModel
 
@@ -27,6 +28,7 @@ BlockType = Literal[
 Source = Literal["runner", "server"]
 
 
+@lru_cache(maxsize=256)  # every event of a stream carries one; most repeat the last
 def iso(ms: int | float) -> str:
     """An epoch-milliseconds time as the seed writes timestamps (``…T…:…:….123Z``)."""
     moment = datetime.fromtimestamp(ms / 1000, UTC)
@@ -136,7 +138,6 @@ ConversationBlock = Annotated[
     | SystemBlock | SubagentBlock | ErrorBlock | SkillLoadBlock,
     Field(discriminator="type"),
 ]  # fmt: skip
-block_adapter: TypeAdapter[ConversationBlock] = TypeAdapter(ConversationBlock)
 
 
 # ---- payloads -----------------------------------------------------------------------------

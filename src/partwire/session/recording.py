@@ -144,8 +144,9 @@ class Recording:
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        child = self.children.pop(_call_key(call_id) or "", None)
-        self.ended_children.add(_call_key(call_id) or "")
+        key = _call_key(call_id) or ""
+        child = self.children.pop(key, None)
+        self.ended_children.add(key)
         if child is not None and self.recorder is not None:  # the sub-agent's answer: it ended
             await self.recorder.end_child(child, str(output) if is_error else None)
             metadata = {**(metadata or {}), "sessionId": child.session_id}  # still linked

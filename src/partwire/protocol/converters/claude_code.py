@@ -48,26 +48,18 @@ class ClaudeCodeConverter:
     def feed(self, item: object) -> list[IngestEvent]:
         line = as_map(item)
         parent = text_of(line, "parent_tool_use_id")
-        thread = self._threads.get(parent) or self._threads.setdefault(
-            parent, _Thread(bool(parent))
-        )
-        events = self._convert(line, thread, bool(parent))
-        if not parent:
-            return events
-        return [ingest.SubagentEvent(call_id=parent, event=e) for e in events]
+        thread = self._threads.get(parent)
+        if thread is None:
+            thread = self._threads[parent] = _Thread(bool(parent))
+        return _wrapped(parent, self._convert(line, thread))
 
     def end(self) -> list[IngestEvent]:
         out: list[IngestEvent] = []
         for parent, thread in self._threads.items():
-            events = self._release(thread, [*thread.stream.end()])
-            out += (
-                events
-                if not parent
-                else [ingest.SubagentEvent(call_id=parent, event=e) for e in events]
-            )
+            out += _wrapped(parent, self._release(thread, [*thread.stream.end()]))
         return out
 
-    def _convert(self, line: JSONMap, thread: _Thread, sub: bool) -> list[IngestEvent]:
+    def _convert(self, line: JSONMap, thread: _Thread) -> list[IngestEvent]:
         kind = line.get("type")
         if kind == "system" and line.get("subtype") == "init" and text_of(line, "model"):
             self._model = ModelRef(provider_id="anthropic", model_id=text_of(line, "model"))
@@ -167,6 +159,13 @@ class ClaudeCodeConverter:
         for event in events:
             out += thread.stream.feed(event)
         return out
+
+
+def _wrapped(parent: str, events: list[IngestEvent]) -> list[IngestEvent]:
+    """A sub-agent's events (its lines name ``parent``, the Task call) as subagent events."""
+    if not parent:
+        return events
+    return [ingest.SubagentEvent(call_id=parent, event=e) for e in events]
 
 
 def _is_prompt(content: JSON) -> bool:

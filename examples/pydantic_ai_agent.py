@@ -30,9 +30,10 @@ async def main(question: str) -> None:
     await runtime.start()
     try:
         session = await runtime.sessions.create(SessionCreateInput(title="pydantic-ai"))
-        events_in = converter("pydantic-ai")
-        async with runtime.record(session.id, prompt=question, model="pydantic-ai/agent") as msg:
+        # the model and each step's usage come from the run: the message is the model's
+        async with runtime.record(session.id, prompt=question) as msg:
             async with agent.run_stream_events(question) as events:
+                events_in = converter("pydantic-ai", events)
                 async for event in events:
                     for ingest_event in events_in.feed(event):
                         await msg.feed(ingest_event)

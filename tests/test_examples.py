@@ -68,6 +68,11 @@ async def test_the_pydantic_ai_example_records_the_agent_run(settings: Settings)
     tools = [p for p in answer["parts"] if p["type"] == "tool"]
     assert tools and tools[0]["tool"] == "look_up" and tools[0]["state"]["status"] == "completed"
     assert "Rayleigh" in tools[0]["state"]["output"] and "Rayleigh" in out
+    # pydantic-ai's TestModel answered: the message is its, and each step has its usage
+    info = answer["info"]
+    assert (info["providerID"], info["modelID"]) == ("test", "test")
+    steps = [p["tokens"]["input"] for p in answer["parts"] if p["type"] == "step-finish"]
+    assert len(steps) == 2 and all(steps) and info["tokens"]["input"] == sum(steps)
 
 
 async def test_the_subprocess_runner_example_streams_into_a_server(server: str) -> None:

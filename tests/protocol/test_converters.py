@@ -188,17 +188,21 @@ async def test_a_claude_code_error_result_ends_the_message(runtime: Runtime) -> 
 # ---- pydantic-ai --------------------------------------------------------------------------
 
 
-async def pydantic_ai_events(agent: Any, prompt: str) -> list[IngestEvent]:
-    """The ingest events of one run of ``agent``, converted as they stream."""
-    converter = PydanticAIConverter()
+async def pydantic_ai_events(
+    agent: Any, prompt: str, *, with_run: bool = True
+) -> list[IngestEvent]:
+    """The ingest events of one run of ``agent``, converted as they stream (given the run's
+    handle, as the README shows, unless ``with_run`` is false)."""
     events: list[IngestEvent] = []
     async with agent.run_stream_events(prompt) as stream:
+        converter = PydanticAIConverter(stream if with_run else None)
         async for event in stream:
             events += converter.feed(event)
     return events + converter.end()
 
 
-async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
+def _lookup_agent(model_name: str | None = None) -> Any:
+    """A pydantic-ai agent over a scripted model: one step calls ``lookup``, the next answers."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -214,12 +218,17 @@ async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
             yield "It is "
             yield "blue."
 
-    agent = Agent(FunctionModel(stream_function=model))
+    agent = Agent(FunctionModel(stream_function=model, model_name=model_name))
 
     @agent.tool_plain
     def lookup(key: str) -> str:
         return f"{key}=blue"
 
+    return agent
+
+
+async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
+    agent = _lookup_agent()
     answer = await record(runtime, await pydantic_ai_events(agent, "What colour?"))
     assert shape(answer) == [
         ("step-start", None),
@@ -232,6 +241,60 @@ async def test_a_pydantic_ai_agent_run(runtime: Runtime) -> None:
     ]
     assert answer.parts[2].state.output == "colour=blue"  # type: ignore[union-attr]
     assert answer.info.tokens.output > 0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("with_run", [True, False])
+async def test_a_pydantic_ai_run_keeps_each_steps_usage_and_the_model(
+    runtime: Runtime, with_run: bool
+) -> None:
+    """Given the run's handle, each step carries its own model response's usage and the
+    message is the model's; without it the last step carries the whole run's, once."""
+    from pydantic_ai.messages import ModelResponse
+
+    agent = _lookup_agent("scripted-1")
+    async with agent.run_stream_events("What colour?") as stream:
+        converter = PydanticAIConverter(stream if with_run else None)
+        events: list[IngestEvent] = []
+        async for event in stream:  # converted as each arrives: the run is live
+            events += converter.feed(event)
+        responses = [m for m in stream.new_messages() if isinstance(m, ModelResponse)]
+    answer = await record(runtime, events + converter.end())
+    steps = [p.tokens for p in answer.parts if p.type == "step-finish"]  # type: ignore[union-attr]
+    outputs = [r.usage.output_tokens for r in responses]
+    assert len(steps) == len(responses) == 2 and all(outputs)
+    if with_run:
+        assert [s.output for s in steps] == outputs
+        assert [s.input for s in steps] == [r.usage.input_tokens for r in responses]
+    else:
+        assert [s.output for s in steps] == [0, sum(outputs)]
+    info = answer.info
+    assert info.tokens.output == sum(outputs)  # type: ignore[union-attr]
+    assert (info.provider_id, info.model_id) == ("pydantic-ai", "scripted-1")  # type: ignore[union-attr]
+
+
+async def test_a_pydantic_ai_response_from_a_priced_model_is_priced(runtime: Runtime) -> None:
+    """A response names its provider and model: the step is priced from the catalogue."""
+    from pydantic_ai import messages as pai
+    from pydantic_ai.usage import RequestUsage
+
+    response = pai.ModelResponse(
+        parts=[pai.TextPart("hi")],
+        usage=RequestUsage(input_tokens=1000, output_tokens=100),
+        model_name="gpt-4o",
+        provider_name="openai",
+    )
+
+    class Run:
+        def new_messages(self) -> list[pai.ModelMessage]:
+            return [response]
+
+    converter = PydanticAIConverter(Run())
+    events = converter.feed(pai.PartStartEvent(index=0, part=pai.TextPart("hi")))
+    answer = await record(runtime, events + converter.end())
+    info = answer.info
+    assert (info.provider_id, info.model_id) == ("openai", "gpt-4o")  # type: ignore[union-attr]
+    assert (info.tokens.input, info.tokens.output) == (1000, 100)  # type: ignore[union-attr]
+    assert info.cost > 0  # type: ignore[union-attr]
 
 
 # ---- opencode's /event stream -------------------------------------------------------------

@@ -10,9 +10,12 @@ line, or an in-process event object) and returns the ingest events it stands for
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from partwire.schema.ingest import IngestEvent
+
+if TYPE_CHECKING:
+    from partwire.protocol.converters.pydantic_ai import RunMessages
 
 
 class Converter(Protocol):
@@ -41,13 +44,16 @@ def formats() -> dict[str, Callable[[], Converter]]:
     }
 
 
-def converter(name: str) -> Converter:
+def converter(name: str, run: RunMessages | None = None) -> Converter:
     """A new converter for format ``name``: one of :func:`formats`, or ``pydantic-ai``
-    (the events of ``agent.run_stream_events()``, in process)."""
+    (the events of ``agent.run_stream_events()``, in process; ``run`` is the handle it
+    yields, which gives each step its usage and the message its model)."""
     if name == "pydantic-ai":
         from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
 
-        return PydanticAIConverter()
+        return PydanticAIConverter(run)
+    if run is not None:
+        raise ValueError(f"only the pydantic-ai converter reads a run, not {name!r}")
     made = formats().get(name)
     if made is None:
         known = ", ".join([*formats(), "pydantic-ai"])

@@ -2,13 +2,17 @@
 ``event_stream_handler``) → ingest events.
 
 A model response is a step: it begins with its first part and ends when the agent turns to
-its tools (the first ``FunctionToolCallEvent``) or the run ends. pydantic-ai reports token
-use for the whole run, so the last step carries it (``AgentRunResultEvent``).
+its tools (the first ``FunctionToolCallEvent``) or the run ends. The events do not carry a
+response's usage or model; the run's messages do. Given the run (the handle
+``run_stream_events()`` yields), each step ends with the usage of the responses it holds
+and the first names the model. Without it the run's result (``AgentRunResultEvent``) is the
+first place they show, so the last step carries the whole run's usage.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 from pydantic_ai import messages as pai
 from pydantic_ai.usage import UsageBase
@@ -17,13 +21,24 @@ from partwire.providers.stream import Usage
 from partwire.schema import ingest
 from partwire.schema.base import Tokens
 from partwire.schema.ingest import IngestEvent
+from partwire.schema.part import ModelRef
+
+
+class RunMessages(Protocol):
+    """What the converter reads of a run: ``AgentRunEvents`` and ``AgentRunResult`` both
+    have it."""
+
+    def new_messages(self) -> list[pai.ModelMessage]: ...
 
 
 class PydanticAIConverter:
-    def __init__(self) -> None:
+    def __init__(self, run: RunMessages | None = None) -> None:
+        self._run = run
         self._calls: dict[int, tuple[str, str]] = {}  # part index → (call id, tool name)
         self._made: set[str] = set()  # call ids whose call was already complete
         self._open_step = False
+        self._counted = 0  # the run's responses whose usage a step already carried
+        self._named = False
 
     def feed(self, item: object) -> list[IngestEvent]:
         if isinstance(item, pai.PartStartEvent):
@@ -33,16 +48,16 @@ class PydanticAIConverter:
         if isinstance(item, pai.PartEndEvent):
             return self._end_part(item.index, item.part)
         if isinstance(item, pai.FunctionToolCallEvent):
-            out = self._finish("tool-calls")
+            out = self._finish("tool-calls", self._run)
             return out + self._call(item.part)
         if isinstance(item, pai.FunctionToolResultEvent):
             return self._result(item.part)
         if getattr(item, "event_kind", None) == "agent_run_result":
-            return self._finish("stop", _usage(getattr(item, "result", None)))
+            return self._finish("stop", getattr(item, "result", None))
         return []
 
     def end(self) -> list[IngestEvent]:
-        return self._finish("stop")
+        return self._finish("stop", self._run)
 
     def _step(self) -> list[IngestEvent]:
         if self._open_step:
@@ -51,11 +66,33 @@ class PydanticAIConverter:
         self._calls.clear()
         return [ingest.StepStart()]
 
-    def _finish(self, reason: str, tokens: Tokens | None = None) -> list[IngestEvent]:
+    def _finish(self, reason: str, run: object) -> list[IngestEvent]:
         if not self._open_step:
             return []
         self._open_step = False
-        return [ingest.StepFinish(tokens=tokens, reason=reason)]
+        responses = self._uncounted(run)
+        out: list[IngestEvent] = []
+        named = next((r for r in responses if r.model_name), None)
+        if named is not None and not self._named:
+            self._named = True
+            model = ModelRef(
+                provider_id=named.provider_name or "pydantic-ai", model_id=named.model_name
+            )
+            out.append(ingest.IngestStart(model=model))
+        if responses or self._counted:
+            tokens = _tokens([r.usage for r in responses])
+        else:  # a run that shows no messages: its whole usage, once
+            tokens = _tokens([_usage_of(run)])
+        return [*out, ingest.StepFinish(tokens=tokens, reason=reason)]
+
+    def _uncounted(self, run: object) -> list[pai.ModelResponse]:
+        """The run's model responses no step carried yet (none when ``run`` is unknown)."""
+        new_messages = getattr(run, "new_messages", None)
+        if not callable(new_messages):
+            return []
+        responses = [m for m in new_messages() if isinstance(m, pai.ModelResponse)]
+        uncounted, self._counted = responses[self._counted :], len(responses)
+        return uncounted
 
     def _start(self, index: int, part: object) -> list[IngestEvent]:
         if isinstance(part, pai.TextPart):
@@ -112,15 +149,21 @@ class PydanticAIConverter:
         return [ingest.ToolResult(call_id=part.tool_call_id, output=content, is_error=failed)]
 
 
-def _usage(result: object) -> Tokens | None:
-    usage = getattr(result, "usage", None)
-    if not isinstance(usage, UsageBase):
+def _usage_of(run: object) -> UsageBase | None:
+    usage = getattr(run, "usage", None)
+    usage = usage() if callable(usage) else usage
+    return usage if isinstance(usage, UsageBase) else None
+
+
+def _tokens(usages: list[UsageBase | None]) -> Tokens | None:
+    known = [u for u in usages if u is not None]
+    if not known:
         return None
     # pydantic-ai's input counts the cached prompt and its output the reasoning
     return Usage(
-        input=usage.input_tokens or 0,
-        output=usage.output_tokens or 0,
-        reasoning=int((getattr(usage, "details", None) or {}).get("reasoning_tokens") or 0),
-        cache_read=usage.cache_read_tokens or 0,
-        cache_write=usage.cache_write_tokens or 0,
+        input=sum(u.input_tokens or 0 for u in known),
+        output=sum(u.output_tokens or 0 for u in known),
+        reasoning=sum(int((u.details or {}).get("reasoning_tokens") or 0) for u in known),
+        cache_read=sum(u.cache_read_tokens or 0 for u in known),
+        cache_write=sum(u.cache_write_tokens or 0 for u in known),
     ).tokens()

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import TypeAdapter
 
 from partwire.protocol.converters import formats
+from partwire.protocol.converters.pydantic_ai import PydanticAIConverter
 from partwire.runtime import Runtime
 from partwire.schema.ingest import IngestEvent, ToolCall
+from partwire.session.ingest import feed
 from tests.protocol.test_converters import convert, pydantic_ai_events, record, shape
+from tests.session.helpers import new_session
 
 
 def _both(name: str, objects: list[Any]) -> list[IngestEvent]:
@@ -268,3 +272,31 @@ async def test_a_pydantic_ai_run_with_thinking_and_parallel_calls(runtime: Runti
         ("step-finish", None),
     ]
     assert answer.info.tokens.output > 0  # type: ignore[union-attr]
+
+
+async def test_a_pydantic_ai_model_failing_mid_stream_ends_the_message(runtime: Runtime) -> None:
+    """The model fails after streaming some text: the recording ends the message with the
+    error pydantic-ai raised, and what streamed before it stays."""
+    from collections.abc import AsyncIterator
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "Half an ans"
+        raise ConnectionError("model connection lost")
+
+    agent = Agent(FunctionModel(stream_function=model))
+    session_id = await new_session(runtime)
+    with pytest.raises(ConnectionError):
+        async with runtime.record(session_id, prompt="go") as msg:
+            async with agent.run_stream_events("go") as stream:
+                converter = PydanticAIConverter(stream)
+                async for event in stream:
+                    for ingest_event in converter.feed(event):
+                        await feed(msg, ingest_event)
+    answer = (await runtime.store.list_messages(session_id))[-1]
+    assert shape(answer)[:2] == [("step-start", None), ("text", "Half an ans")]
+    assert answer.info.error is not None  # type: ignore[union-attr]
+    assert "model connection lost" in answer.info.error.data.message  # type: ignore[union-attr]

@@ -1,14 +1,18 @@
 """The partwire server, instrumented for bench/stream.py (run as a separate process).
 
-It is the real app with two additions that exist only here: the processor records
-when each delta leaves the model stream (wall clock, comparable across processes on
-one machine), and GET /bench/stats reports those times, the SQLite writer thread's
-write-syscall byte count, and the process's peak RSS.
+It is the real app with additions that exist only here: the processor records when
+each delta leaves the model stream (wall clock, comparable across processes on one
+machine), a task measures the event loop's lag (how late a 1 ms timer fires; started by
+the first ``?reset_lag=true``), and GET
+/bench/stats reports those times, the lag since the last ``?reset_lag=true``, the SQLite
+writer thread's write-syscall byte count, each thread's CPU and the process's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -22,6 +26,8 @@ from partwire.server.app import create_app
 from partwire.session.processor import Processor
 
 EMITS: dict[str, int] = {}
+LAGS_MS: list[float] = []
+LAG_TICK_S = 0.001
 _original_delta = Processor._delta
 
 
@@ -38,6 +44,34 @@ def _writer_wchar() -> int:
                 next(line for line in io.splitlines() if line.startswith("wchar:")).split()[1]
             )
     raise RuntimeError("the writer thread is not running")
+
+
+def _thread_cpu_s() -> dict[str, float]:
+    """CPU seconds of each named thread of the server so far (the loop's is MainThread)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        stat = Path(f"/proc/self/task/{thread.native_id}/stat")
+        if thread.native_id is None or not stat.exists():
+            continue
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        name = "workers" if thread.name.startswith(("uvloop", "asyncio", "ThreadPool")) else thread.name
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+async def _measure_lag() -> None:
+    """How late each 1 ms sleep wakes: the loop's lag (a commit on its thread adds to it)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        due = loop.time() + LAG_TICK_S
+        await asyncio.sleep(LAG_TICK_S)
+        LAGS_MS.append((loop.time() - due) * 1000)
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)] if ordered else 0.0
 
 
 def _peak_rss_kb() -> int:
@@ -61,12 +95,21 @@ def build(
     settings = load_settings(project_dir=project, data_dir=data_dir, env=env)
     app = create_app(settings)
 
+    probes: list[asyncio.Task[None]] = []
+
     @app.get("/bench/stats")
-    async def stats(emits: bool = False) -> dict[str, Any]:
+    async def stats(emits: bool = False, reset_lag: bool = False) -> dict[str, Any]:
+        lag_p99_ms = _p99(LAGS_MS)
+        if reset_lag:  # the first reset starts the probe
+            LAGS_MS.clear()
+            if not probes:
+                probes.append(asyncio.create_task(_measure_lag()))
         return {
+            "lag_p99_ms": lag_p99_ms,
             "writer_wchar": _writer_wchar(),
             "peak_rss_kb": _peak_rss_kb(),
             "cpu_s": time.process_time(),  # every thread of the server process
+            "thread_cpu_s": _thread_cpu_s(),
             "emits": EMITS if emits else {},
         }
 

@@ -80,3 +80,125 @@ async def test_a_failed_write_nobody_awaits_is_reported_to_lost_and_awaited_ones
     with sqlite3.connect(path) as check:  # the writer closed its connection
         assert check.execute("SELECT COUNT(*) FROM event_log").fetchone()[0] == 1  # the delta
     check.close()
+
+
+# ---- commits on the loop's own thread -----------------------------------------------------
+
+
+def _log_db(path: Path) -> sqlite3.Connection:
+    with sqlite3.connect(path) as setup:
+        setup.execute("CREATE TABLE event_log (seq INTEGER PRIMARY KEY, type TEXT, payload TEXT)")
+    setup.close()
+    return sqlite3.connect(path, check_same_thread=False, isolation_level="DEFERRED")
+
+
+def _delta(n: int) -> DeltaAppend:
+    props = PartDeltaProps(
+        session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text", delta=f"w{n} "
+    )
+    return DeltaAppend(delta=props)
+
+
+class _Log:
+    """What the writer delivered, as a store's ``_deliver`` receives it."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.arrived = asyncio.Event()
+
+    def deliver(self, batch: list[Write], events: list[Event]) -> None:
+        self.ids += [event.id for event in events]
+        for write in batch:
+            if write.future is not None and not write.future.done():
+                write.future.set_result(None)
+        self.arrived.set()
+
+    async def until(self, count: int) -> None:
+        while len(self.ids) < count:
+            self.arrived.clear()
+            await asyncio.wait_for(self.arrived.wait(), 5)
+
+
+async def _started(path: Path, log: _Log, **options: object) -> Writer:
+    """A writer whose thread has connected (it commits one awaited write first)."""
+    conn = _log_db(path)
+    writer = Writer(lambda: conn, **options)  # type: ignore[arg-type]
+    writer.start(asyncio.get_running_loop(), log.deliver, epoch=1, last_seq=0)
+    first = Write(future=asyncio.get_running_loop().create_future())
+    writer.submit(first)
+    assert first.future is not None
+    await first.future
+    writer.commits_here = 0  # the first went wherever the thread's connection was
+    return writer
+
+
+def _seqs(path: Path) -> list[int]:
+    with sqlite3.connect(path) as check:
+        rows = [seq for (seq,) in check.execute("SELECT seq FROM event_log ORDER BY seq")]
+    check.close()
+    return rows
+
+
+async def test_a_lone_delta_is_committed_and_published_within_the_loops_iteration(
+    tmp_path: Path,
+) -> None:
+    """The writer's thread holds nothing and no delta committed lately: the loop commits
+    the delta itself, and its event is published as it lands (durable, then visible)."""
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True)
+    writer.submit(_delta(1))
+    await asyncio.sleep(0)  # the hand-over runs: it commits and delivers at once
+    assert len(log.ids) == 1 and writer.commits_here == 1
+    assert _seqs(tmp_path / "log.sqlite") == [1]
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_deltas_close_together_go_to_the_thread_and_stay_in_log_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once deltas commit within the spacing of each other, they wait for the thread's
+    group commit; an awaited write behind them is not committed ahead of them."""
+    monkeypatch.setattr("partwire.storage.writer.COMMIT_SPACING_S", 0.05)
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True)
+    writer.submit(_delta(1))
+    await asyncio.sleep(0)  # committed here: no delta was committed before
+    for n in range(2, 6):
+        writer.submit(_delta(n))
+        await asyncio.sleep(0)  # within 50 ms of the first: to the thread, one hand-over each
+    awaited = Write(future=asyncio.get_running_loop().create_future())
+    writer.submit(awaited)
+    assert awaited.future is not None
+    await awaited.future
+    await log.until(5)
+    assert writer.commits_here == 1
+    assert log.ids == [ids.logged_event_id(1, seq) for seq in range(1, 6)]  # in log order
+    assert _seqs(tmp_path / "log.sqlite") == [1, 2, 3, 4, 5]
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+class _SharedLog:
+    """A sequencer as a shared log has one (Postgres): its lock may wait."""
+
+    def begin(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
+
+    def end(self, conn: sqlite3.Connection) -> None:
+        return None
+
+    def committed(self, events: list[Event]) -> None:
+        return None
+
+
+async def test_a_writer_on_a_shared_log_commits_only_on_its_thread(tmp_path: Path) -> None:
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True, sequencer=_SharedLog())
+    for n in range(3):
+        writer.submit(_delta(n))
+        await asyncio.sleep(0.01)
+    await log.until(3)
+    assert writer.commits_here == 0
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)

@@ -113,6 +113,7 @@ class SqliteStore:
             lambda: _connect_writer(self.path),
             self._storage_error,
             checkpoints=lambda: _connect(self.path),
+            inline=True,
         )
 
     # ---- lifecycle -----------------------------------------------------------------------

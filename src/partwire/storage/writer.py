@@ -46,6 +46,13 @@ CHECKPOINT_PAGES = 8_000
 # A delta waits at most this long; a burst batches by itself (writes queue during a commit).
 COMMIT_SPACING_S = 0.002
 _EMPTY = object()
+# Where the writer may commit on the loop's own thread (SQLite: a commit appends to the
+# WAL without an fsync, tens of microseconds), it does so while its thread has nothing in
+# hand and the last commit of deltas is COMMIT_SPACING_S old: a lone paced stream, or a
+# part being created. Each commit on the thread costs two thread hand-overs, which on a
+# virtual machine cost more than the commit (bench/floor.py: "inline commit" against
+# "writer follows"). Under load the thread still takes the group commits, so the loop's
+# thread does not do every session's writing.
 
 
 # Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
@@ -292,8 +299,14 @@ class Writer:
         describe: Callable[[BaseException], BaseException] = lambda exc: exc,
         checkpoints: Callable[[], Conn] | None = None,
         sequencer: Sequencer | None = None,
+        inline: bool = False,
     ) -> None:
         self._connect = connect
+        self._inline = inline and sequencer is None  # a shared log's lock may wait: never
+        self._conn: Conn | None = None  # the thread's connection, once it is open
+        self._lock = threading.Lock()  # held by whoever commits on the connection
+        self._in_thread = 0  # writes handed to the thread and not yet delivered
+        self.commits_here = 0  # batches committed on the loop's thread
         self._sequencer = sequencer
         self._describe = describe  # turns a failed write's exception into what callers see
         # lists of writes, handed over once per loop iteration; None = stop
@@ -336,10 +349,29 @@ class Writer:
             self._loop.call_soon(self.hand_over)
 
     def hand_over(self) -> None:
-        if self._pending:
-            writes, self._pending = self._pending, []
-            self.cpu.note()
-            self._queue.put(writes)
+        if not self._pending:
+            return
+        writes, self._pending = self._pending, []
+        if self._may_commit_here(writes) and self._lock.acquire(blocking=False):
+            try:
+                assert self._conn is not None
+                self.commits_here += 1
+                self._commit(self._conn, writes, here=True)
+            finally:
+                self._lock.release()
+            return
+        self._in_thread += len(writes)
+        self.cpu.note()
+        self._queue.put(writes)
+
+    def _may_commit_here(self, writes: list[Write]) -> bool:
+        """Whether the loop's thread commits ``writes`` itself (see ``_inline``): the thread
+        holds nothing, so the log's order is kept, and deltas are not due to join a group."""
+        if not self._inline or self._in_thread or self._conn is None:
+            return False
+        if time.monotonic() - self._last_delta_commit >= COMMIT_SPACING_S:
+            return True
+        return not all(isinstance(write, DeltaAppend) for write in writes)
 
     def stop(self) -> None:
         """Stop after the writes already handed over (call ``hand_over`` first on the loop)."""
@@ -352,15 +384,25 @@ class Writer:
 
     def _run(self) -> None:
         conn = self._connect()
+        self._conn = conn
         try:
             stopping = False
             while not stopping:
                 batch, stopping = self._next_batch()
                 if batch:
                     self.cpu.follow()
-                    self._commit(conn, batch)
+                    with self._lock:
+                        self._commit(conn, batch, here=False)
         finally:
-            conn.close()
+            with self._lock:
+                self._conn = None
+                conn.close()
+
+    def _deliver_from_thread(self, batch: list[Write], events: list[Event]) -> None:
+        """On the loop: the thread's batch is delivered, and the thread holds that less."""
+        self._in_thread = max(0, self._in_thread - len(batch))
+        assert self._deliver is not None
+        self._deliver(batch, events)
 
     def _next_batch(self) -> tuple[list[Write], bool]:
         """The first writes, then whatever else arrives until COMMIT_SPACING_S has passed
@@ -413,7 +455,9 @@ class Writer:
         if self._sequencer is not None:
             self._sequencer.end(conn)
 
-    def _commit(self, conn: Conn, batch: list[Write]) -> None:
+    def _commit(self, conn: Conn, batch: list[Write], *, here: bool) -> None:
+        """Commit ``batch`` on the caller's thread: the loop's own (``here``) or the
+        writer's."""
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         try:
             with conn:
@@ -425,14 +469,15 @@ class Writer:
                     WriteContext(conn, self.epoch, self.last_seq),
                     batch,
                     [(write, exc) for write in batch],
+                    here=here,
                 )
                 return
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
-            self._commit_one_by_one(conn, batch)
+            self._commit_one_by_one(conn, batch, here=here)
             return
-        self._finish(ctx, batch, [])
+        self._finish(ctx, batch, [], here=here)
 
-    def _commit_one_by_one(self, conn: Conn, batch: list[Write]) -> None:
+    def _commit_one_by_one(self, conn: Conn, batch: list[Write], *, here: bool) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         failed: list[tuple[Write, BaseException]] = []
         for write in batch:
@@ -448,10 +493,15 @@ class Writer:
                 full = isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
                 if full and isinstance(conn, sqlite3.Connection):
                     release_reserve(conn)  # room for the writes that end the message
-        self._finish(ctx, batch, failed)
+        self._finish(ctx, batch, failed, here=here)
 
     def _finish(
-        self, ctx: WriteContext, batch: list[Write], failed: list[tuple[Write, BaseException]]
+        self,
+        ctx: WriteContext,
+        batch: list[Write],
+        failed: list[tuple[Write, BaseException]],
+        *,
+        here: bool,
     ) -> None:
         self.last_seq = ctx.last_seq
         self.batches += 1
@@ -459,14 +509,20 @@ class Writer:
             self._last_delta_commit = time.monotonic()
         self._count_pages(ctx.events)
         assert self._loop is not None and self._deliver is not None
+        call = _call_now if here else self._loop.call_soon_threadsafe
         for write, exc in failed:
             if write.future is not None:
-                self._loop.call_soon_threadsafe(_fail, write.future, self._describe(exc))
+                call(_fail, write.future, self._describe(exc))
             elif self._lost is not None:
-                self._loop.call_soon_threadsafe(self._lost, self._describe(exc))
-        self._loop.call_soon_threadsafe(self._deliver, batch, ctx.events)
+                call(self._lost, self._describe(exc))
+        call(self._deliver if here else self._deliver_from_thread, batch, ctx.events)
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)
+
+
+def _call_now(callback: Callable[..., object], *args: object) -> None:
+    """What follows a commit made on the loop's own thread runs at once."""
+    callback(*args)
 
 
 def _locked(exc: BaseException) -> bool:

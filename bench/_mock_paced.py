@@ -3,6 +3,11 @@
 Every chat completion is answered with ``--tokens`` one-word chunks, ``1 / --rate``
 seconds apart; the words carry the request's number (``r12w0 ``, ``r12w1 `` …) so that
 each delta of every session is unique. Title requests get a short answer at once.
+
+It is an asyncio protocol on uvloop with one timer per streamed token and nothing else
+per token but a socket write: at 300 sessions of 100 tokens/s it must write 30,000 chunks a
+second while sharing the machine with the server it measures, so it is kept as lean as
+the benchmark's client (bench/capacity.py reports its CPU beside the server's).
 """
 
 from __future__ import annotations
@@ -11,19 +16,28 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+import httptools
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.providers.mock_openai import text
 from tests.providers.titles import MOCK_TITLE, is_title_request
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def _chunked(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _sse(item: dict[str, object]) -> bytes:
+    return _chunked(f"data: {json.dumps(item)}\n\n".encode())
+
+
+DONE = _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
 
 
 class Paced:
@@ -32,26 +46,82 @@ class Paced:
         self.pause_s = 1 / rate
         self.requests = 0
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self.answer, methods=["POST"])])
-
-    async def answer(self, request: Request) -> Response:
-        body = await request.json()
-        if is_title_request(body):
-            return StreamingResponse(
-                self._stream(text(MOCK_TITLE), 0), media_type="text/event-stream"
-            )
+    def answer(self, body: bytes) -> list[bytes]:
+        """The chunks of the answer to one request (each a whole chunked-encoding chunk)."""
+        request = json.loads(body or b"{}")
+        if is_title_request(request):
+            return [b"".join(_sse(item) for item in text(MOCK_TITLE))]
         self.requests += 1
         words = [f"r{self.requests}w{i} " for i in range(self.tokens)]
-        return StreamingResponse(
-            self._stream(text(*words), self.pause_s), media_type="text/event-stream"
-        )
+        return [_sse(item) for item in text(*words)]
 
-    async def _stream(self, chunks: list[dict[str, object]], pause_s: float) -> AsyncIterator[str]:
-        for item in chunks:
-            await asyncio.sleep(pause_s)
-            yield f"data: {json.dumps(item)}\n\n"
-        yield "data: [DONE]\n\n"
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection: requests in, a paced answer out for each."""
+
+    def __init__(self, paced: Paced) -> None:
+        self.paced = paced
+        self.parser = httptools.HttpRequestParser(self)
+        self.body: list[bytes] = []
+        self.url = b""
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            assert self.transport is not None
+            self.transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        assert self.transport is not None
+        url, body = self.url, b"".join(self.body)
+        self.url, self.body = b"", []
+        if self.parser.get_method() != b"POST" or not url.endswith(b"/chat/completions"):
+            self.transport.write(NOT_FOUND)
+            return
+        chunks = self.paced.answer(body)
+        self.transport.write(HEAD)
+        if len(chunks) == 1:  # a title: at once
+            self.transport.write(chunks[0] + DONE)
+            return
+        self._next(chunks, 0, self.loop.time())
+
+    def _next(self, chunks: list[bytes], n: int, due: float) -> None:
+        """Write chunk ``n`` at ``due``; each token keeps its own time (no drift)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if n == len(chunks):
+            transport.write(DONE)
+            return
+        due += self.paced.pause_s
+        self.loop.call_at(due, self._write, chunks, n, due)
+
+    def _write(self, chunks: list[bytes], n: int, due: float) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(chunks[n])
+            self._next(chunks, n + 1, due)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+
+async def serve(port: int, paced: Paced) -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Connection(paced), "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
 
 
 def main() -> None:
@@ -60,8 +130,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, required=True)
     parser.add_argument("--rate", type=float, required=True, help="tokens per second")
     args = parser.parse_args()
-    paced = Paced(args.tokens, args.rate)
-    uvicorn.run(paced.app(), host="127.0.0.1", port=args.port, log_level="warning")
+    try:
+        import uvloop
+    except ImportError:  # the standard loop: slower, the same answers
+        asyncio.run(serve(args.port, Paced(args.tokens, args.rate)))
+    else:
+        uvloop.run(serve(args.port, Paced(args.tokens, args.rate)))
 
 
 if __name__ == "__main__":

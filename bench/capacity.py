@@ -1,7 +1,8 @@
 """Capacity benchmark: how many live sessions one server carries at a model's pace.
 
     python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50] [--stagger-ms 0]
-                             [--watch event|session]
+                             [--watch event|session] [--via loop|ingest] [--cpu-quota 1]
+                             [--loop-lag] [--max-sessions N]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
@@ -11,8 +12,18 @@ follows GET /event (or, with ``--watch session``, opens each session's part-fram
 sessions at once (or ``--stagger-ms`` apart, as users arriving one after another while
 the others stream), each streaming ``--tokens`` tokens, and measures every delta's
 latency (from the processor taking it off the provider stream to this client reading it)
-and the server's CPU time. K grows until the p99 latency passes ``--limit-ms``; the table
-shows each step, and the last line the largest K that stayed under it.
+and the server's CPU time. With ``--via ingest`` the sessions are external loops instead:
+this client streams each session's message into POST /session/{id}/ingest at the same
+pace (no model process), and a delta's latency runs from this client writing its line.
+
+K grows (the steps below, then by a quarter each time) until the p99 latency passes
+``--limit-ms``, and the last lines say what limited it: the server's CPU (busy for all
+the CPU it may use), or the machine (the mock model and this client, which share it with
+the server, left it no idle CPU), or neither. ``--cpu-quota C`` holds the server to C
+CPUs (a cgroup quota, as bench/scale.py does; needs root), so that the model and the
+client have the rest: the figure is then sessions per server core. ``--loop-lag`` also
+reports the p99 of how late a 1 ms timer fires on the server's event loop (the probe
+costs CPU of its own: leave it off for the CPU figures).
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +47,24 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
 from stream import _free_port, _wait_ready, aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
 TICKS = os.sysconf("SC_CLK_TCK")
+BUSY = 0.9  # a CPU busy this share of the step's time is the limit
+MOST_SESSIONS = 5000
+
+
+def steps(most: int = MOST_SESSIONS) -> Iterator[int]:
+    """The Ks to try: STEPS, then a quarter more each time, up to ``most``."""
+    k = 0
+    for k in STEPS:
+        if k > most:
+            return
+        yield k
+    while (k := int(k * 1.25)) <= most:
+        yield k
 
 
 @dataclass
@@ -49,6 +74,17 @@ class Step:
     p50_ms: float
     p99_ms: float
     cpu_ms_per_1k: float
+    server_cpus: float = 0.0  # CPUs the server kept busy over the step (CPU s / wall s)
+    others_cpus: float = 0.0  # the same for the mock model and this client together
+    lag_p99_ms: float | None = None
+
+
+@dataclass
+class Mock:
+    """The paced model process: its port and pid (0 when there is none: ``--via ingest``)."""
+
+    port: int
+    pid: int
 
 
 def _cpu_s(pid: int) -> float:
@@ -73,17 +109,79 @@ class _EventReader:
         self.lines += lines
 
 
-async def _prompt_all(
-    http: httpx.AsyncClient, prompts: list[tuple[str, str]], stagger_s: float
-) -> None:
-    """Prompt each (server URL, session), at once or one every ``stagger_s``."""
+# starts each (server URL, session), at once or one every stagger_s seconds
+Starter = Callable[[list[tuple[str, str]], float], Awaitable[None]]
+
+
+async def prompt_all(prompts: list[tuple[str, str]], stagger_s: float) -> None:
+    """Prompt each (server URL, session): the server's own loop answers from the model."""
     body = {"parts": [{"type": "text", "text": "stream please"}]}
 
-    async def prompt(server: str, session: str, delay_s: float) -> None:
+    async def prompt(http: httpx.AsyncClient, server: str, session: str, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
         await http.post(f"{server}/session/{session}/prompt_async", json=body)
 
-    await asyncio.gather(*(prompt(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts)))
+    async with httpx.AsyncClient(timeout=120) as http:
+        await asyncio.gather(
+            *(prompt(http, url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
+        )
+
+
+class IngestFeeder:
+    """External loops: each session's message streamed into POST /session/{id}/ingest,
+    one NDJSON line a token at ``rate`` tokens/s, with one timer a token (as lean as the
+    mock model). ``sent`` notes when each delta's line was written."""
+
+    def __init__(self, tokens: int, rate: float) -> None:
+        self.tokens = tokens
+        self.pause_s = 1 / rate
+        self.sent: dict[str, int] = {}
+        self.started = 0
+
+    async def __call__(self, prompts: list[tuple[str, str]], stagger_s: float) -> None:
+        await asyncio.gather(
+            *(self._one(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
+        )
+
+    async def _one(self, url: str, session: str, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        self.started += 1
+        host, port = url.rsplit("//", 1)[1].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        done = asyncio.get_running_loop().create_future()
+        try:
+            writer.write(
+                f"POST /session/{session}/ingest HTTP/1.1\r\nHost: {host}\r\n"
+                "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+                + _line({"type": "start", "prompt": "stream please"})
+                + _line({"type": "step-start"})
+            )
+            words = [f"i{self.started}w{n} " for n in range(self.tokens)]
+            loop = asyncio.get_running_loop()
+            loop.call_at(loop.time() + self.pause_s, self._write, writer, words, 0, done)
+            await done
+            response = await reader.read(65536)
+            if not response.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"ingest answered {response[:200]!r}")
+        finally:
+            writer.close()
+
+    def _write(
+        self, writer: asyncio.StreamWriter, words: list[str], n: int, done: asyncio.Future[None]
+    ) -> None:
+        if n == len(words):
+            writer.write(_line({"type": "step-finish", "reason": "stop"}) + b"0\r\n\r\n")
+            done.set_result(None)
+            return
+        self.sent[words[n]] = time.time_ns()
+        writer.write(_line({"type": "text-delta", "delta": words[n]}))
+        loop = asyncio.get_running_loop()
+        loop.call_at(loop.time() + self.pause_s, self._write, writer, words, n + 1, done)
+
+
+def _line(event: dict[str, object]) -> bytes:
+    data = json.dumps(event).encode() + b"\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 async def follow(
@@ -91,8 +189,9 @@ async def follow(
     prompts: list[tuple[str, str]],
     received: dict[str, int],
     stagger_s: float = 0.0,
+    start: Starter = prompt_all,
 ) -> None:
-    """Prompt each (server URL, session), at once or ``stagger_s`` apart, and read GET
+    """Start each (server URL, session), at once or ``stagger_s`` apart, and read GET
     /event on ``port`` until every session has gone idle; note when each delta arrived."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     events = _EventReader()
@@ -102,25 +201,24 @@ async def follow(
         while not any(b'"server.connected"' in line for line in events.lines):
             events.parser.feed_data(await reader.read(65536))
         events.lines.clear()
-        async with httpx.AsyncClient(timeout=120) as http:
-            # at once (K users pressing enter together) or one every stagger_s, read meanwhile
-            prompting = asyncio.ensure_future(_prompt_all(http, prompts, stagger_s))
-            waiting = {sid for _, sid in prompts}
-            while waiting:
-                if prompting.done() and prompting.exception() is not None:
-                    raise RuntimeError(f"a prompt failed: {prompting.exception()}")
-                data = await reader.read(262144)
-                if not data:
-                    raise RuntimeError("the server closed GET /event")
-                now = time.time_ns()
-                events.parser.feed_data(data)
-                for line in events.lines:
-                    if b'"message.part.delta"' in line:
-                        received[json.loads(line[5:])["properties"]["delta"]] = now
-                    elif b'"session.idle"' in line:
-                        waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
-                events.lines.clear()
-            await prompting
+        # at once (K users pressing enter together) or one every stagger_s, read meanwhile
+        prompting = asyncio.ensure_future(start(prompts, stagger_s))
+        waiting = {sid for _, sid in prompts}
+        while waiting:
+            if prompting.done() and prompting.exception() is not None:
+                raise RuntimeError(f"a prompt failed: {prompting.exception()}")
+            data = await reader.read(262144)
+            if not data:
+                raise RuntimeError("the server closed GET /event")
+            now = time.time_ns()
+            events.parser.feed_data(data)
+            for line in events.lines:
+                if b'"message.part.delta"' in line:
+                    received[json.loads(line[5:])["properties"]["delta"]] = now
+                elif b'"session.idle"' in line:
+                    waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
+            events.lines.clear()
+        await prompting
     finally:
         writer.close()
 
@@ -163,7 +261,10 @@ async def _watch_one(url: str, session: str, received: dict[str, int], ready: as
 
 
 async def watch_sessions(
-    prompts: list[tuple[str, str]], received: dict[str, int], stagger_s: float = 0.0
+    prompts: list[tuple[str, str]],
+    received: dict[str, int],
+    stagger_s: float = 0.0,
+    start: Starter = prompt_all,
 ) -> None:
     """As ``follow``, but each session is watched by a client of its own, on the server it
     was prompted through (a sticky load balancer's users, each with a session open)."""
@@ -176,9 +277,9 @@ async def watch_sessions(
     try:
         await asyncio.wait_for(asyncio.gather(*(ready.wait() for ready in readies)), 60)
         go.set()
-        async with httpx.AsyncClient(timeout=120) as http:
-            await _prompt_all(http, prompts, stagger_s)
-            await asyncio.wait_for(asyncio.gather(*watchers), 300)
+        await asyncio.gather(
+            start(prompts, stagger_s), asyncio.wait_for(asyncio.gather(*watchers), 300)
+        )
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -188,6 +289,13 @@ async def watch_sessions(
 async def paced_model(tokens: int, rate: float) -> AsyncIterator[int]:
     """bench/_mock_paced.py in its own process, answering ``tokens`` tokens at ``rate``
     tokens/s: its port, once it listens."""
+    async with paced_model_process(tokens, rate) as mock:
+        yield mock.port
+
+
+@asynccontextmanager
+async def paced_model_process(tokens: int, rate: float) -> AsyncIterator[Mock]:
+    """As ``paced_model``: the port and the pid."""
     port = _free_port()
     model = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
@@ -198,7 +306,7 @@ async def paced_model(tokens: int, rate: float) -> AsyncIterator[int]:
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             await _wait_ready(http, "/")
-        yield port
+        yield Mock(port, model.pid)
     finally:
         model.terminate()
         await model.wait()
@@ -235,28 +343,49 @@ async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]
 
 
 async def step(
-    sessions: int, tokens: int, model_port: int, stagger_s: float = 0.0, watch: str = "event"
+    sessions: int,
+    tokens: int,
+    model: int | Mock,
+    stagger_s: float = 0.0,
+    watch: str = "event",
+    *,
+    feeder: IngestFeeder | None = None,
+    cpu_quota: float | None = None,
+    loop_lag: bool = False,
 ) -> Step:
     """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered),
-    followed on GET /event or (``watch="session"``) each on a stream of its own."""
+    followed on GET /event or (``watch="session"``) each on a stream of its own; answered
+    by the model, or (``feeder``) streamed in by external loops through ingest."""
+    mock = model if isinstance(model, Mock) else Mock(model, 0)
     async with (
-        serving(model_port) as (url, pid),
+        serving(mock.port) as (url, pid),
         httpx.AsyncClient(base_url=url, timeout=120) as http,
     ):
-        port = int(url.rsplit(":", 1)[1])
-        # one answer first, not measured: the provider SDK loads, connections open
-        warm = (await http.post("/session", json={})).json()["id"]
-        await follow(port, [(url, warm)], {})
-        ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
-        received: dict[str, int] = {}
-        cpu_before = _cpu_s(pid)
-        prompts = [(url, sid) for sid in ids]
-        if watch == "session":
-            await watch_sessions(prompts, received, stagger_s)
-        else:
-            await follow(port, prompts, received, stagger_s)
-        cpu = _cpu_s(pid) - cpu_before
-        emits = (await http.get("/bench/stats", params={"emits": "true"})).json()["emits"]
+        quota = CpuQuota(pid, cpu_quota) if cpu_quota is not None else None
+        try:
+            port = int(url.rsplit(":", 1)[1])
+            # one answer first, not measured: the provider SDK loads, connections open
+            warm = (await http.post("/session", json={})).json()["id"]
+            await follow(port, [(url, warm)], {}, start=feeder or prompt_all)
+            ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
+            prompts = [(url, sid) for sid in ids]
+            if loop_lag:
+                await http.get("/bench/stats", params={"reset_lag": "true"})
+            received: dict[str, int] = {}
+            wall, server_before = time.monotonic(), _cpu_s(pid)
+            others_before = _others_cpu_s(mock.pid)
+            if watch == "session":
+                await watch_sessions(prompts, received, stagger_s, feeder or prompt_all)
+            else:
+                await follow(port, prompts, received, stagger_s, feeder or prompt_all)
+            server_cpu = _cpu_s(pid) - server_before
+            others_cpu = _others_cpu_s(mock.pid) - others_before
+            wall = time.monotonic() - wall
+            stats = (await http.get("/bench/stats", params={"emits": "true"})).json()
+        finally:
+            if quota is not None:  # the group goes once the server has exited
+                asyncio.get_running_loop().call_later(1, quota.remove)
+    emits = feeder.sent if feeder is not None else stats["emits"]
     expected = sessions * tokens
     if len(received) != expected:
         raise RuntimeError(f"expected {expected} deltas, the client read {len(received)}")
@@ -266,13 +395,42 @@ async def step(
         deltas=len(received),
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
-        cpu_ms_per_1k=cpu * 1000 / len(received) * 1000,
+        cpu_ms_per_1k=server_cpu * 1000 / len(received) * 1000,
+        server_cpus=server_cpu / wall,
+        others_cpus=others_cpu / wall,
+        lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
     )
 
 
+def _others_cpu_s(model_pid: int) -> float:
+    """CPU seconds so far of what shares the machine with the server: the mock model (when
+    there is one) and this client."""
+    own = time.process_time()
+    return own + (_cpu_s(model_pid) if model_pid else 0.0)
+
+
+def limit(step: Step, cpu_quota: float | None) -> str:
+    """What held the step back: the server's CPU, the machine's, or neither."""
+    cores = os.cpu_count() or 1
+    server_share = step.server_cpus / (cpu_quota or cores)
+    machine_share = (step.server_cpus + step.others_cpus) / cores
+    figures = (
+        f"server {step.server_cpus:.2f} of {cpu_quota or cores:g} CPUs, "
+        f"mock model and client {step.others_cpus:.2f}, machine {cores} CPUs"
+    )
+    if server_share >= BUSY:
+        return f"the server's CPU ({figures})"
+    if machine_share >= BUSY:
+        return f"the machine: the mock model and client took the CPU the server lacked ({figures})"
+    return f"neither CPU was full: latency ({figures})"
+
+
 def table(steps: list[Step]) -> str:
+    lag = any(s.lag_p99_ms is not None for s in steps)
+    head = ("sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas", "server CPUs",
+            "model+client CPUs")  # fmt: skip
     rows = [
-        ("sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"),
+        (*head, *(("loop lag p99 ms",) if lag else ())),
         *(
             (
                 str(s.sessions),
@@ -280,6 +438,9 @@ def table(steps: list[Step]) -> str:
                 f"{s.p50_ms:.1f}",
                 f"{s.p99_ms:.1f}",
                 f"{s.cpu_ms_per_1k:.0f}",
+                f"{s.server_cpus:.2f}",
+                f"{s.others_cpus:.2f}",
+                *((f"{s.lag_p99_ms or 0:.2f}",) if lag else ()),
             )
             for s in steps
         ),
@@ -292,7 +453,7 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
     parser.add_argument("--limit-ms", type=float, default=50, help="the p99 latency bound")
-    parser.add_argument("--max-sessions", type=int, default=STEPS[-1], help="stop after this K")
+    parser.add_argument("--max-sessions", type=int, default=MOST_SESSIONS, help="stop after this K")
     parser.add_argument(
         "--stagger-ms", type=float, default=0, help="prompt the sessions this far apart"
     )
@@ -302,31 +463,72 @@ async def main() -> None:
         default="event",
         help="one client on GET /event, or a client per session on its part-frame stream",
     )
+    parser.add_argument(
+        "--via",
+        choices=["loop", "ingest"],
+        default="loop",
+        help="partwire's loop answers from the mock model, or external loops stream in",
+    )
+    parser.add_argument(
+        "--cpu-quota", type=float, help="CPUs the server may use (a cgroup quota; root)"
+    )
+    parser.add_argument(
+        "--loop-lag", action="store_true", help="also the p99 of the event loop's lag"
+    )
     args = parser.parse_args()
-    steps: list[Step] = []
-    async with paced_model(args.tokens, args.rate) as model_port:
-        for sessions in (k for k in STEPS if k <= args.max_sessions):
-            steps.append(
-                await step(sessions, args.tokens, model_port, args.stagger_ms / 1000, args.watch)
+    if args.cpu_quota is not None:
+        try:
+            quota_root()
+        except QuotaError as exc:
+            sys.exit(f"--cpu-quota: {exc}")
+    measured: list[Step] = []
+    passed: Step | None = None
+    async with paced_model_process(args.tokens, args.rate) as mock:
+        for sessions in steps(args.max_sessions):
+            feeder = IngestFeeder(args.tokens, args.rate) if args.via == "ingest" else None
+            measured.append(
+                await step(
+                    sessions,
+                    args.tokens,
+                    Mock(mock.port, 0) if feeder else mock,
+                    args.stagger_ms / 1000,
+                    args.watch,
+                    feeder=feeder,
+                    cpu_quota=args.cpu_quota,
+                    loop_lag=args.loop_lag,
+                )
             )
-            if steps[-1].p99_ms > args.limit_ms:
+            if measured[-1].p99_ms > args.limit_ms:
+                passed = measured[-1]
                 break
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
         + (f"prompted {args.stagger_ms:g} ms apart" if args.stagger_ms else "prompted at once")
         + (", a client per session" if args.watch == "session" else ", one client on /event")
+        + (", external loops through ingest" if args.via == "ingest" else ", partwire's loop")
+        + (f", the server held to {args.cpu_quota:g} CPUs" if args.cpu_quota else "")
     )
-    print(table(steps))
-    under = [s for s in steps if s.p99_ms <= args.limit_ms]
+    print(table(measured))
+    under = [s for s in measured if s.p99_ms <= args.limit_ms]
     best = max((s.sessions for s in under), default=0)
     cpu = next((s.cpu_ms_per_1k for s in under if s.sessions == best), float("nan"))
-    capped = " (the last step tried: more may fit)" if len(under) == len(steps) else ""
     print(
         f"largest K with p99 <= {args.limit_ms:g} ms: {best} sessions "
-        f"({cpu:.0f} ms CPU per 1k deltas there){capped}"
+        f"({cpu:.0f} ms CPU per 1k deltas there)"
+        + (f", {best / args.cpu_quota:.0f} sessions per server core" if args.cpu_quota else "")
     )
+    if passed is not None:
+        print(f"at {passed.sessions} sessions p99 was {passed.p99_ms:.1f} ms; the limit: "
+              + limit(passed, args.cpu_quota))  # fmt: skip
+    else:
+        print(f"the bound was not passed up to --max-sessions {args.max_sessions}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main())
+    else:  # the client is one of three busy processes: lean, as the server is
+        uvloop.run(main())

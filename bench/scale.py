@@ -42,7 +42,7 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
-from capacity import STEPS, Step, _cpu_s, follow, serving, watch_sessions  # noqa: E402
+from capacity import Step, _cpu_s, follow, serving, steps, watch_sessions  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
@@ -125,7 +125,7 @@ async def largest(
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
     best = 0
-    for sessions in (k for k in STEPS if instances <= k <= most):
+    for sessions in (k for k in steps(most) if instances <= k):
         step = await run(instances, sessions, model_port, pg, redis, cpu_quota, watch)
         rows.append(row("redis" if redis else "notify", instances, step))
         if step.p99_ms > limit_ms:
@@ -146,7 +146,7 @@ async def main() -> None:
     parser.add_argument("--capacity", action="store_true", help="find each largest K")
     parser.add_argument("--limit-ms", type=float, default=50, help="the p99 bound (--capacity)")
     parser.add_argument(
-        "--max-sessions", type=int, default=STEPS[-1], help="--capacity stops after this K"
+        "--max-sessions", type=int, default=200, help="--capacity stops after this K"
     )
     parser.add_argument(
         "--cpu-quota",

@@ -1,16 +1,17 @@
 """Capacity benchmark: how many live sessions one server carries at a model's pace.
 
-    python bench/capacity.py [--rate 100] [--tokens 200] [--limit-ms 50] [--stagger-ms 0]
-                             [--watch event|session] [--via loop|ingest] [--cpu-quota 1]
-                             [--loop-lag] [--max-sessions N]
+    python bench/capacity.py [--rate 100] [--tokens 500] [--limit-ms 50] [--spread-s 1]
+                             [--stagger-ms MS] [--watch event|session] [--via loop|ingest]
+                             [--cpu-quota 1] [--loop-lag] [--max-sessions N]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
 step (bench/_server.py, the mock configured as its provider), and this client, which
 follows GET /event (or, with ``--watch session``, opens each session's part-frame stream,
 ``GET /session/{id}/stream``, as many users each watching their own). Each step starts K
-sessions at once (or ``--stagger-ms`` apart, as users arriving one after another while
-the others stream), each streaming ``--tokens`` tokens, and measures every delta's
+sessions evenly over ``--spread-s`` (or ``--stagger-ms`` apart), each streaming
+``--tokens`` tokens, so that all K stream at once at random phases for most of the step
+(the CPUs busy are read in that window), and measures every delta's
 latency (from the processor taking it off the provider stream to this client reading it)
 and the server's CPU time. With ``--via ingest`` the sessions are external loops instead:
 this client streams each session's message into POST /session/{id}/ingest at the same
@@ -36,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -349,6 +351,7 @@ async def step(
     stagger_s: float = 0.0,
     watch: str = "event",
     *,
+    rate: float = 100,
     feeder: IngestFeeder | None = None,
     cpu_quota: float | None = None,
     loop_lag: bool = False,
@@ -372,15 +375,17 @@ async def step(
             if loop_lag:
                 await http.get("/bench/stats", params={"reset_lag": "true"})
             received: dict[str, int] = {}
-            wall, server_before = time.monotonic(), _cpu_s(pid)
-            others_before = _others_cpu_s(mock.pid)
+            server_before = _cpu_s(pid)
+            # the CPUs busy while every session streams: from the last start to the first end
+            last_start_s = stagger_s * (sessions - 1)
+            window = _busy_cpus(pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3)
+            sampling = asyncio.ensure_future(window)
             if watch == "session":
                 await watch_sessions(prompts, received, stagger_s, feeder or prompt_all)
             else:
                 await follow(port, prompts, received, stagger_s, feeder or prompt_all)
             server_cpu = _cpu_s(pid) - server_before
-            others_cpu = _others_cpu_s(mock.pid) - others_before
-            wall = time.monotonic() - wall
+            server_cpus, others_cpus = await sampling
             stats = (await http.get("/bench/stats", params={"emits": "true"})).json()
         finally:
             if quota is not None:  # the group goes once the server has exited
@@ -388,7 +393,12 @@ async def step(
     emits = feeder.sent if feeder is not None else stats["emits"]
     expected = sessions * tokens
     if len(received) != expected:
-        raise RuntimeError(f"expected {expected} deltas, the client read {len(received)}")
+        read = Counter(d.split("w")[0] for d in received)
+        short = [(name, tokens - read[name]) for name in sorted(read) if read[name] < tokens]
+        raise RuntimeError(
+            f"expected {expected} deltas, the client read {len(received)}; "
+            f"streams short of deltas (stream, missing): {short[:10]}"
+        )
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
         sessions=sessions,
@@ -396,10 +406,24 @@ async def step(
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
         cpu_ms_per_1k=server_cpu * 1000 / len(received) * 1000,
-        server_cpus=server_cpu / wall,
-        others_cpus=others_cpu / wall,
+        server_cpus=server_cpus,
+        others_cpus=others_cpus,
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
     )
+
+
+async def _busy_cpus(
+    server_pid: int, model_pid: int, from_s: float, to_s: float
+) -> tuple[float, float]:
+    """CPUs the server, and the mock model and this client, kept busy between ``from_s``
+    and ``to_s`` from now (the whole step's average when that window is too short)."""
+    if to_s - from_s < 0.5:
+        from_s, to_s = 0.0, 0.5
+    await asyncio.sleep(from_s)
+    server, others, start = _cpu_s(server_pid), _others_cpu_s(model_pid), time.monotonic()
+    await asyncio.sleep(to_s - from_s)
+    wall = time.monotonic() - start
+    return (_cpu_s(server_pid) - server) / wall, (_others_cpu_s(model_pid) - others) / wall
 
 
 def _others_cpu_s(model_pid: int) -> float:
@@ -448,14 +472,26 @@ def table(steps: list[Step]) -> str:
     return aligned(rows)
 
 
+def _stagger_s(args: argparse.Namespace, sessions: int) -> float:
+    if args.stagger_ms is not None:
+        return float(args.stagger_ms) / 1000
+    return float(args.spread_s) / sessions
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
-    parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
+    parser.add_argument("--tokens", type=int, default=500, help="tokens of each answer")
     parser.add_argument("--limit-ms", type=float, default=50, help="the p99 latency bound")
     parser.add_argument("--max-sessions", type=int, default=MOST_SESSIONS, help="stop after this K")
     parser.add_argument(
-        "--stagger-ms", type=float, default=0, help="prompt the sessions this far apart"
+        "--spread-s",
+        type=float,
+        default=1.0,
+        help="start the K sessions evenly over this many seconds (0: all at once)",
+    )
+    parser.add_argument(
+        "--stagger-ms", type=float, help="start the sessions this far apart instead"
     )
     parser.add_argument(
         "--watch",
@@ -491,9 +527,10 @@ async def main() -> None:
                     sessions,
                     args.tokens,
                     Mock(mock.port, 0) if feeder else mock,
-                    args.stagger_ms / 1000,
+                    _stagger_s(args, sessions),
                     args.watch,
                     feeder=feeder,
+                    rate=args.rate,
                     cpu_quota=args.cpu_quota,
                     loop_lag=args.loop_lag,
                 )
@@ -504,7 +541,11 @@ async def main() -> None:
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
-        + (f"prompted {args.stagger_ms:g} ms apart" if args.stagger_ms else "prompted at once")
+        + (
+            f"started {args.stagger_ms:g} ms apart"
+            if args.stagger_ms is not None
+            else f"started over {args.spread_s:g} s"
+        )
         + (", a client per session" if args.watch == "session" else ", one client on /event")
         + (", external loops through ingest" if args.via == "ingest" else ", partwire's loop")
         + (f", the server held to {args.cpu_quota:g} CPUs" if args.cpu_quota else "")

@@ -176,7 +176,7 @@ async def _partwire(deltas: int, delay_ms: float) -> float:
     """partwire's server streaming one session of ``deltas`` tokens at this pace."""
     rate = 1000 / delay_ms if delay_ms > 0 else float("inf")
     async with paced_model(deltas, rate) as model_port:
-        return (await step(1, deltas, model_port)).cpu_ms_per_1k
+        return (await step(1, deltas, model_port, rate=rate)).cpu_ms_per_1k
 
 
 def _delays(text: str) -> list[float]:

@@ -148,6 +148,7 @@ class IngestFeeder:
     async def _one(self, url: str, session: str, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
         self.started += 1
+        words = [f"i{self.started}w{n} " for n in range(self.tokens)]  # unique to the stream
         host, port = url.rsplit("//", 1)[1].split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         done = asyncio.get_running_loop().create_future()
@@ -158,7 +159,6 @@ class IngestFeeder:
                 + _line({"type": "start", "prompt": "stream please"})
                 + _line({"type": "step-start"})
             )
-            words = [f"i{self.started}w{n} " for n in range(self.tokens)]
             loop = asyncio.get_running_loop()
             loop.call_at(loop.time() + self.pause_s, self._write, writer, words, 0, done)
             await done

@@ -9,8 +9,9 @@ For each size: a fresh server process and data dir, one session, the prompt
 - deltas/s end to end (prompt sent → last delta read by the client)
 - p50 / p99 latency from the processor taking a delta off the model stream to the
   SSE client parsing it (wall clock; both processes on this machine)
-- bytes the SQLite writer thread wrote (write syscalls: WAL, checkpoints) per delta
-  and per byte of text streamed. At delay 0 group commit batches many deltas into one
+- bytes SQLite wrote (write syscalls of the writer's thread and of the loop's, which
+  commits while the writer is idle, less the bytes of the stream the client read) per
+  delta and per byte of text streamed. At delay 0 group commit batches many deltas into one
   commit; paced (``--delay-ms``), each delta is its own commit, which is what a live
   model costs
 - peak RSS of the server process
@@ -69,8 +70,9 @@ async def _wait_ready(http: httpx.AsyncClient, path: str = "/session") -> None:
     raise RuntimeError("the server did not start")
 
 
-async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int], float]:
-    """Prompt and read SSE until idle; returns receive times per delta and the elapsed s."""
+async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int], float, int]:
+    """Prompt and read SSE until idle; returns receive times per delta, the elapsed s and
+    the bytes of the stream's body read."""
     received: dict[str, int] = {}
     session = (await http.post("/session", json={})).json()["id"]
     async with http.stream("GET", "/event", timeout=None) as response:
@@ -90,7 +92,8 @@ async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int],
                 last = time.perf_counter()
             elif event["type"] == "session.idle" and event["properties"]["sessionID"] == session:
                 break
-    return received, last - started
+        body_bytes = response.num_bytes_downloaded
+    return received, last - started, body_bytes
 
 
 def _stall(port: int) -> socket.socket:
@@ -136,7 +139,7 @@ async def measure(
                 await _wait_ready(http)
                 stuck = [_stall(port) for _ in range(stalled)]
                 before = (await http.get("/bench/stats")).json()
-                received, elapsed = await _stream(http, prompt or f"long {words}")
+                received, elapsed, sent = await _stream(http, prompt or f"long {words}")
                 after = (await http.get("/bench/stats", params={"emits": "true"})).json()
                 for sock in stuck:
                     sock.close()
@@ -146,7 +149,7 @@ async def measure(
     emits: dict[str, int] = after["emits"]
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     text_bytes = sum(len(d.encode()) for d in received)
-    written = after["writer_wchar"] - before["writer_wchar"]
+    written = after["writer_wchar"] - before["writer_wchar"] - sent  # the database's bytes
     if len(received) != words:
         raise RuntimeError(f"expected {words} deltas, the client read {len(received)}")
     return Result(

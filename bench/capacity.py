@@ -360,12 +360,14 @@ async def step(
     followed on GET /event or (``watch="session"``) each on a stream of its own; answered
     by the model, or (``feeder``) streamed in by external loops through ingest."""
     mock = model if isinstance(model, Mock) else Mock(model, 0)
-    async with (
-        serving(mock.port) as (url, pid),
-        httpx.AsyncClient(base_url=url, timeout=120) as http,
-    ):
-        quota = CpuQuota(pid, cpu_quota) if cpu_quota is not None else None
-        try:
+    quotas: list[CpuQuota] = []
+    try:
+        async with (
+            serving(mock.port) as (url, pid),
+            httpx.AsyncClient(base_url=url, timeout=120) as http,
+        ):
+            if cpu_quota is not None:
+                quotas.append(CpuQuota(pid, cpu_quota))
             port = int(url.rsplit(":", 1)[1])
             # one answer first, not measured: the provider SDK loads, connections open
             warm = (await http.post("/session", json={})).json()["id"]
@@ -387,9 +389,9 @@ async def step(
             server_cpu = _cpu_s(pid) - server_before
             server_cpus, others_cpus = await sampling
             stats = (await http.get("/bench/stats", params={"emits": "true"})).json()
-        finally:
-            if quota is not None:  # the group goes once the server has exited
-                asyncio.get_running_loop().call_later(1, quota.remove)
+    finally:
+        for quota in quotas:  # the server has exited: its group can go
+            quota.remove()
     emits = feeder.sent if feeder is not None else stats["emits"]
     expected = sessions * tokens
     if len(received) != expected:

@@ -68,7 +68,53 @@ async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
     assert lines[1].split()[:3] == ["sessions", "deltas", "p50"]
     first = lines[3].split()
     assert first[:2] == ["1", "20"] and float(first[4]) > 0  # deltas read, CPU measured
-    assert lines[-1].startswith("largest K with p99 <= 50 ms: ")
+    assert lines[-2].startswith("largest K with p99 <= 50 ms: ")
+    assert lines[-1] == "the bound was not passed up to --max-sessions 5"
+
+
+async def test_capacity_bench_says_what_limited_it() -> None:
+    """A bound no step can meet: the first step passes it, and the bench names the limit."""
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        "--limit-ms", "0.001", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert [row.split()[0] for row in lines[3:-2]] == ["1"]
+    assert lines[-2].startswith("largest K with p99 <= 0.001 ms: 0 sessions")
+    assert re.match(r"at 1 sessions p99 was [\d.]+ ms; the limit: (the server's CPU|the "
+                    r"machine|neither CPU was full)", lines[-1])  # fmt: skip
+
+
+async def test_capacity_bench_records_external_loops_through_ingest_with_the_loops_lag() -> None:
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        "--via", "ingest", "--loop-lag", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert "external loops through ingest" in lines[0]
+    assert lines[1].split()[-4:] == ["loop", "lag", "p99", "ms"]
+    rows = [row.split() for row in lines[3:5]]
+    assert [row[:2] for row in rows] == [["1", "20"], ["5", "100"]]  # every delta ingested
+    assert all(float(row[3]) > 0 and float(row[-1]) >= 0 for row in rows)  # p99, lag measured
+
+
+async def test_capacity_bench_holds_the_server_to_a_cpu_quota() -> None:
+    spec = importlib.util.spec_from_file_location("_cpu_quota", ROOT / "bench" / "_cpu_quota.py")
+    assert spec is not None and spec.loader is not None
+    quotas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quotas)
+    try:
+        root, _ = quotas.quota_root()
+    except quotas.QuotaError as exc:  # not root, or no cgroup cpu controller: nothing to hold
+        pytest.skip(str(exc))
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
+        "--cpu-quota", "0.5", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("the server held to 0.5 CPUs")
+    assert lines[-2].endswith("10 sessions per server core")  # 5 sessions on half a CPU
+    assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
 
 
 async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
@@ -77,7 +123,7 @@ async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
         "--stagger-ms", "30", limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
-    assert lines[0].endswith("prompted 30 ms apart, one client on /event")
+    assert lines[0].endswith("started 30 ms apart, one client on /event, partwire's loop")
     assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
 
 
@@ -102,7 +148,7 @@ async def test_capacity_bench_watches_each_session_on_its_own_stream_when_asked(
         "--watch", "session", limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
-    assert lines[0].endswith("a client per session")
+    assert lines[0].endswith("a client per session, partwire's loop")
     rows = [row.split() for row in lines[3:5]]
     assert [row[:2] for row in rows] == [["1", "20"], ["5", "100"]]  # every delta, per stream
     assert all(float(row[3]) > 0 and int(row[4]) > 0 for row in rows)  # p99, CPU measured

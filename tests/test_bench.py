@@ -98,15 +98,22 @@ async def test_capacity_bench_records_external_loops_through_ingest_with_the_loo
     assert all(float(row[3]) > 0 and float(row[-1]) >= 0 for row in rows)  # p99, lag measured
 
 
-async def test_capacity_bench_holds_the_server_to_a_cpu_quota() -> None:
+def _quota_root() -> Path:
+    """Where bench/_cpu_quota.py makes its cgroups; the test is skipped where it cannot (not
+    root, or no cgroup cpu controller)."""
     spec = importlib.util.spec_from_file_location("_cpu_quota", ROOT / "bench" / "_cpu_quota.py")
     assert spec is not None and spec.loader is not None
     quotas = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(quotas)
     try:
         root, _ = quotas.quota_root()
-    except quotas.QuotaError as exc:  # not root, or no cgroup cpu controller: nothing to hold
+    except quotas.QuotaError as exc:
         pytest.skip(str(exc))
+    return Path(root)
+
+
+async def test_capacity_bench_holds_the_server_to_a_cpu_quota() -> None:
+    root = _quota_root()
     out = await run_bench(
         "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
         "--cpu-quota", "0.5", limit_s=180,
@@ -181,14 +188,7 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
 
 
 async def test_scale_bench_holds_each_server_to_a_cpu_quota(postgres: PostgresServer) -> None:
-    spec = importlib.util.spec_from_file_location("_cpu_quota", ROOT / "bench" / "_cpu_quota.py")
-    assert spec is not None and spec.loader is not None
-    quotas = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(quotas)
-    try:
-        root, _ = quotas.quota_root()
-    except quotas.QuotaError as exc:  # not root, or no cgroup cpu controller: nothing to hold
-        pytest.skip(str(exc))
+    root = _quota_root()
     out = await run_bench(
         "scale.py", "--cpu-quota", "0.5", "--instances", "2", "--sessions", "4",
         "--fanout", "notify", "--tokens", "20", "--rate", "200", limit_s=240,

@@ -88,7 +88,8 @@ async def test_a_terminal_runs_a_shell_streams_replays_resizes_and_exits(server:
         async with aiohttp.ClientSession() as client:
             async with client.ws_connect(_ws_url(server, f"/pty/{pty_id}/connect")) as ws:
                 _, first = await _opening(ws)
-                await ws.send_str("stty size; echo sum-$((6*7))\n")
+                # an empty prompt: after the answer the shell writes nothing until told to
+                await ws.send_str("PS1=''; stty size; echo sum-$((6*7))\n")
                 seen = await _frames(ws, "sum-42\r\n")
                 assert "33 101" in seen  # the resize reached the terminal
             # a reconnect from the cursor it had gets exactly what came after it

@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
+from _ingest_feeder import IngestFeeder  # noqa: E402
 from stream import _free_port, _wait_ready, aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
@@ -127,63 +128,6 @@ async def prompt_all(prompts: list[tuple[str, str]], stagger_s: float) -> None:
         await asyncio.gather(
             *(prompt(http, url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
         )
-
-
-class IngestFeeder:
-    """External loops: each session's message streamed into POST /session/{id}/ingest,
-    one NDJSON line a token at ``rate`` tokens/s, with one timer a token (as lean as the
-    mock model). ``sent`` notes when each delta's line was written."""
-
-    def __init__(self, tokens: int, rate: float) -> None:
-        self.tokens = tokens
-        self.pause_s = 1 / rate
-        self.sent: dict[str, int] = {}
-        self.started = 0
-
-    async def __call__(self, prompts: list[tuple[str, str]], stagger_s: float) -> None:
-        await asyncio.gather(
-            *(self._one(url, sid, i * stagger_s) for i, (url, sid) in enumerate(prompts))
-        )
-
-    async def _one(self, url: str, session: str, delay_s: float) -> None:
-        await asyncio.sleep(delay_s)
-        self.started += 1
-        words = [f"i{self.started}w{n} " for n in range(self.tokens)]  # unique to the stream
-        host, port = url.rsplit("//", 1)[1].split(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
-        done = asyncio.get_running_loop().create_future()
-        try:
-            writer.write(
-                f"POST /session/{session}/ingest HTTP/1.1\r\nHost: {host}\r\n"
-                "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n".encode()
-                + _line({"type": "start", "prompt": "stream please"})
-                + _line({"type": "step-start"})
-            )
-            loop = asyncio.get_running_loop()
-            loop.call_at(loop.time() + self.pause_s, self._write, writer, words, 0, done)
-            await done
-            response = await reader.read(65536)
-            if not response.startswith(b"HTTP/1.1 200"):
-                raise RuntimeError(f"ingest answered {response[:200]!r}")
-        finally:
-            writer.close()
-
-    def _write(
-        self, writer: asyncio.StreamWriter, words: list[str], n: int, done: asyncio.Future[None]
-    ) -> None:
-        if n == len(words):
-            writer.write(_line({"type": "step-finish", "reason": "stop"}) + b"0\r\n\r\n")
-            done.set_result(None)
-            return
-        self.sent[words[n]] = time.time_ns()
-        writer.write(_line({"type": "text-delta", "delta": words[n]}))
-        loop = asyncio.get_running_loop()
-        loop.call_at(loop.time() + self.pause_s, self._write, writer, words, n + 1, done)
-
-
-def _line(event: dict[str, object]) -> bytes:
-    data = json.dumps(event).encode() + b"\n"
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 async def follow(
@@ -393,14 +337,7 @@ async def step(
         for quota in quotas:  # the server has exited: its group can go
             quota.remove()
     emits = feeder.sent if feeder is not None else stats["emits"]
-    expected = sessions * tokens
-    if len(received) != expected:
-        read = Counter(d.split("w")[0] for d in received)
-        short = [(name, tokens - read[name]) for name in sorted(read) if read[name] < tokens]
-        raise RuntimeError(
-            f"expected {expected} deltas, the client read {len(received)}; "
-            f"streams short of deltas (stream, missing): {short[:10]}"
-        )
+    _check_all_read(received, sessions, tokens)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
         sessions=sessions,
@@ -412,6 +349,17 @@ async def step(
         others_cpus=others_cpus,
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
     )
+
+
+def _check_all_read(received: dict[str, int], sessions: int, tokens: int) -> None:
+    expected = sessions * tokens
+    if len(received) != expected:
+        read = Counter(d.split("w")[0] for d in received)
+        short = [(name, tokens - read[name]) for name in sorted(read) if read[name] < tokens]
+        raise RuntimeError(
+            f"expected {expected} deltas, the client read {len(received)}; "
+            f"streams short of deltas (stream, missing): {short[:10]}"
+        )
 
 
 async def _busy_cpus(
@@ -480,7 +428,7 @@ def _stagger_s(args: argparse.Namespace, sessions: int) -> float:
     return float(args.spread_s) / sessions
 
 
-async def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
     parser.add_argument("--tokens", type=int, default=500, help="tokens of each answer")
@@ -519,6 +467,11 @@ async def main() -> None:
             quota_root()
         except QuotaError as exc:
             sys.exit(f"--cpu-quota: {exc}")
+    return args
+
+
+async def main() -> None:
+    args = _arguments()
     measured: list[Step] = []
     passed: Step | None = None
     async with paced_model_process(args.tokens, args.rate) as mock:
@@ -540,6 +493,10 @@ async def main() -> None:
             if measured[-1].p99_ms > args.limit_ms:
                 passed = measured[-1]
                 break
+    _report(args, measured, passed)
+
+
+def _report(args: argparse.Namespace, measured: list[Step], passed: Step | None) -> None:
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "

@@ -87,7 +87,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _connect_writer(path: Path) -> sqlite3.Connection:
     conn = _connect(path)
-    conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's job (storage/writer.py)
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer's job (storage/checkpoint.py)
     return conn
 
 

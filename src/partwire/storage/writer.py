@@ -24,6 +24,7 @@ from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
 from partwire.schema.message import Message
 from partwire.schema.part import Part
 from partwire.schema.session import Session
+from partwire.storage.checkpoint import Checkpointer
 from partwire.storage.connection import Conn
 from partwire.storage.cpu import CpuFollower
 from partwire.storage.health import release_reserve
@@ -46,13 +47,6 @@ CHECKPOINT_PAGES = 8_000
 # A delta waits at most this long; a burst batches by itself (writes queue during a commit).
 COMMIT_SPACING_S = 0.002
 _EMPTY = object()
-# Where the writer may commit on the loop's own thread (SQLite: a commit appends to the
-# WAL without an fsync, tens of microseconds), it does so while its thread has nothing in
-# hand and the last commit of deltas is COMMIT_SPACING_S old: a lone paced stream, or a
-# part being created. Each commit on the thread costs two thread hand-overs, which on a
-# virtual machine cost more than the commit (bench/floor.py: "inline commit" against
-# "writer follows"). Under load the thread still takes the group commits, so the loop's
-# thread does not do every session's writing.
 
 
 # Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
@@ -249,47 +243,6 @@ class Sequencer(Protocol):
     def committed(self, events: list[Event]) -> None: ...
 
 
-class Checkpointer:
-    """A thread that runs a PASSIVE WAL checkpoint each time it is asked to."""
-
-    def __init__(self, connect: Callable[[], Conn]) -> None:
-        self._connect = connect
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
-        self.runs = 0
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="partwire-wal", daemon=True)
-        self._thread.start()
-
-    def request(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stopping = True
-            self._wake.set()
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
-        conn = self._connect()
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stopping:
-                    return
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                    self.runs += 1
-                except sqlite3.Error as exc:  # the next request tries again
-                    log.warning("WAL checkpoint failed: %s", exc)
-        finally:
-            conn.close()
-
-
 class Writer:
     """Owns the write connection and the thread that group-commits."""
 
@@ -365,8 +318,13 @@ class Writer:
         self._queue.put(writes)
 
     def _may_commit_here(self, writes: list[Write]) -> bool:
-        """Whether the loop's thread commits ``writes`` itself (see ``_inline``): the thread
-        holds nothing, so the log's order is kept, and deltas are not due to join a group."""
+        """Whether the loop's thread commits ``writes`` itself (SQLite only: a commit there
+        appends to the WAL without an fsync, tens of microseconds, less than the two thread
+        hand-overs a commit on the writer's thread costs; bench/floor.py's "inline commit"
+        against "writer follows"). Only while the thread holds nothing, so the log's order
+        is kept, and while deltas are not due to join a group: under load the thread still
+        takes the group commits, and the loop's thread does not do every session's
+        writing."""
         if not self._inline or self._in_thread or self._conn is None:
             return False
         if time.monotonic() - self._last_delta_commit >= COMMIT_SPACING_S:
@@ -400,7 +358,7 @@ class Writer:
 
     def _deliver_from_thread(self, batch: list[Write], events: list[Event]) -> None:
         """On the loop: the thread's batch is delivered, and the thread holds that less."""
-        self._in_thread = max(0, self._in_thread - len(batch))
+        self._in_thread -= len(batch)
         assert self._deliver is not None
         self._deliver(batch, events)
 

@@ -107,9 +107,13 @@ class RevertInput(WireModel):
 
 
 class ForkInput(WireModel):
-    """Body of POST /session/{id}/fork."""
+    """Body of POST /session/{id}/fork: opencode's ``messageID`` (the fork holds the
+    messages before it), or partwire's ``partID`` (the fork holds everything up to that
+    part: with it, ``cut`` "after", the default, or without it, "before")."""
 
     message_id: str | None = Field(default=None, alias="messageID", pattern=CLIENT_MESSAGE_ID)
+    part_id: str | None = Field(default=None, alias="partID", pattern="^prt")
+    cut: Literal["after", "before"] | None = None
 
 
 class SessionTimeUpdate(WireModel):

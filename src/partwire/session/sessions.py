@@ -21,13 +21,14 @@ from partwire.schema.event import (
 )
 from partwire.schema.export import SessionExport
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
-from partwire.schema.message import AssistantMessage, MessageWithParts
+from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
 from partwire.schema.session import Session, SessionModel, SessionTime
-from partwire.session.agents import get_agent
+from partwire.session.agents import AGENTS, get_agent
+from partwire.session.forking import Cut, forked_history
 from partwire.session.loop import SessionLoop
 from partwire.session.prompt import UNTITLED_PREFIX
 from partwire.session.revert import check_patch_files
-from partwire.session.writer import save_message, save_part
+from partwire.session.writer import message_event, part_event
 from partwire.storage.base import Store
 from partwire.version import __version__
 
@@ -37,6 +38,14 @@ _NOUNS = ("comet", "falcon", "harbor", "lantern", "meadow", "otter", "sailor", "
 
 def project_id(directory: str) -> str:
     return hashlib.sha1(directory.encode()).hexdigest()
+
+
+def _last_agent(history: list[MessageWithParts]) -> str | None:
+    """The agent the history's last prompt went to, while partwire still has it."""
+    for entry in reversed(history):
+        if isinstance(entry.info, UserMessage):
+            return entry.info.agent if entry.info.agent in AGENTS else None
+    return None
 
 
 def _check_export(export: SessionExport) -> None:
@@ -123,19 +132,35 @@ class Sessions:
         )
         return True
 
-    async def fork(self, session_id: str, message_id: str | None) -> Session:
-        """A new session holding copies of the messages before ``message_id`` (all if None)."""
+    async def fork(
+        self,
+        session_id: str,
+        message_id: str | None,
+        part_id: str | None = None,
+        cut: Cut | None = None,
+    ) -> Session:
+        """A new session holding copies of the messages before ``message_id`` (all if
+        None), or, at ``part_id``, up to that part (see session/forking.py). Where it came
+        from is kept in its metadata as ``forkedFrom``; it keeps the source's agent
+        (or the one its kept history last prompted) and permission rules."""
         source = await self.store.get_session(session_id)
         history = await self.store.list_messages(session_id)
-        if message_id is not None and all(e.info.id != message_id for e in history):
-            raise NotFoundError("Message", message_id)
-        cut: list[MessageWithParts] = []
-        for entry in history:  # history order: the cut is by position, never by id
-            if message_id is not None and entry.info.id == message_id:
-                break
-            cut.append(entry)
-        fork = await self.create(SessionCreateInput(title=f"{source.title} (fork)"))
-        await self._write_history(fork, cut, fresh_ids=True)
+        kept = forked_history(history, message_id, part_id, cut)
+        origin: dict[str, object] = {"sessionID": session_id}
+        if part_id is not None:  # forked_history found it
+            holder = next(e for e in history if any(p.id == part_id for p in e.parts))
+            origin |= {"messageID": holder.info.id, "partID": part_id, "cut": cut or "after"}
+        elif message_id is not None:
+            origin["messageID"] = message_id
+        fork = await self.create(
+            SessionCreateInput(
+                title=f"{source.title} (fork)",
+                agent=source.agent or _last_agent(kept),
+                permission=source.permission,
+                metadata={**(source.metadata or {}), "forkedFrom": origin},
+            )
+        )
+        await self._write_history(fork, kept, fresh_ids=True)
         return fork
 
     async def import_session(self, export: SessionExport) -> Session:
@@ -181,24 +206,32 @@ class Sessions:
     async def _write_history(
         self, target: Session, history: list[MessageWithParts], *, fresh_ids: bool
     ) -> None:
-        """Write messages and parts into ``target`` in order, re-keyed when asked."""
+        """Write messages and parts into ``target`` in order, re-keyed when asked: one
+        commit, each message and part published as written."""
         new_ids: dict[str, str] = {}
+        copies: list[MessageWithParts] = []
+        events: list[Draft] = []
         for entry in history:
             new_ids[entry.info.id] = ids.message_id() if fresh_ids else entry.info.id
             update: dict[str, object] = {"id": new_ids[entry.info.id], "session_id": target.id}
             if isinstance(entry.info, AssistantMessage):
                 update["parent_id"] = new_ids.get(entry.info.parent_id, entry.info.parent_id)
             info = entry.info.model_copy(update=update)
-            await save_message(self.store, info)
-            for part in entry.parts:
-                copy = part.model_copy(
+            parts = [
+                part.model_copy(
                     update={
                         "id": ids.part_id() if fresh_ids else part.id,
                         "session_id": target.id,
                         "message_id": info.id,
                     }
                 )
-                await save_part(self.store, copy, time=target.time.created)
+                for part in entry.parts
+            ]
+            copies.append(MessageWithParts(info=info, parts=parts))
+            events.append(message_event(info))
+            events += [part_event(part, target.time.created) for part in parts]
+        if copies:
+            await self.store.put_history(copies, events)
 
     async def update(self, session_id: str, body: SessionUpdateInput) -> Session:
         session = await self.store.get_session(session_id)

@@ -40,6 +40,11 @@ class Store(Protocol):
         """Write the part row. ``streaming`` means deltas may follow it in the event log."""
         ...
 
+    async def put_history(self, messages: list[MessageWithParts], events: list[Draft]) -> None:
+        """Append whole messages with their parts, in order, in one commit; IdConflictError
+        when an id belongs to another session's message (or another message's part)."""
+        ...
+
     async def append_delta(self, delta: PartDeltaProps) -> None:
         """Queue a streaming delta. Returns at once unless the writer is far behind
         (backpressure); its event is published when the batch holding it commits."""

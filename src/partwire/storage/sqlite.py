@@ -45,6 +45,7 @@ from partwire.storage.reading import load_messages
 from partwire.storage.recovery import SessionRecovery, recover
 from partwire.storage.writer import (
     DeltaAppend,
+    HistoryPut,
     IdTakenError,
     MessageDelete,
     MessagePut,
@@ -242,6 +243,12 @@ class SqliteStore:
             await self._submit(PartPut(events=events, part=part, streaming=streaming))
         except IdTakenError:
             raise IdConflictError("partID", part.id) from None
+
+    async def put_history(self, messages: list[MessageWithParts], events: list[Draft]) -> None:
+        try:
+            await self._submit(HistoryPut(events=events, messages=messages))
+        except IdTakenError as exc:
+            raise IdConflictError(exc.field, exc.identifier) from None
 
     async def delete_message(self, message_id: str, events: list[Draft]) -> None:
         await self._submit(MessageDelete(events=events, message_id=message_id))

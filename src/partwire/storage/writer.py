@@ -21,7 +21,7 @@ from typing import Protocol
 
 from partwire import ids
 from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
-from partwire.schema.message import Message
+from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.session import Session
 from partwire.storage.checkpoint import Checkpointer
@@ -143,6 +143,11 @@ class SessionDelete(Write):
 class IdTakenError(sqlite3.IntegrityError):
     """A row id is already used by another session's message (or another message's part)."""
 
+    def __init__(self, message: str, field: str = "", identifier: str = "") -> None:
+        super().__init__(message)
+        self.field = field  # the wire field that named the id: messageID, partID
+        self.identifier = identifier
+
 
 @dataclass
 class MessagePut(Write):
@@ -160,7 +165,11 @@ class MessagePut(Write):
             (self.message.id, self.message.session_id, self.message.wire_json()),
         ).rowcount
         if changed == 0:
-            raise IdTakenError(f"message id {self.message.id} belongs to another session")
+            raise IdTakenError(
+                f"message id {self.message.id} belongs to another session",
+                "messageID",
+                self.message.id,
+            )
 
 
 @dataclass
@@ -185,7 +194,23 @@ class PartPut(Write):
             ),
         ).rowcount
         if changed == 0:
-            raise IdTakenError(f"part id {self.part.id} belongs to another message")
+            raise IdTakenError(
+                f"part id {self.part.id} belongs to another message", "partID", self.part.id
+            )
+
+
+@dataclass
+class HistoryPut(Write):
+    """Whole messages with their parts, appended in order in one transaction (a fork, an
+    import): one commit however long the history."""
+
+    messages: list[MessageWithParts] = field(default_factory=list)
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        for entry in self.messages:
+            MessagePut(message=entry.info).apply_rows(ctx)
+            for part in entry.parts:
+                PartPut(part=part).apply_rows(ctx)
 
 
 @dataclass

@@ -196,9 +196,10 @@ async def unrevert(request: Request, sessionID: str) -> Response:
 async def fork(
     request: Request, sessionID: str, body: Annotated[ForkInput | None, Body()] = None
 ) -> Response:
-    message_id = body.message_id if body else None
+    body = body or ForkInput()
     _, project = await session_project(request, sessionID)
-    return wire(await project.sessions.fork(sessionID, message_id))
+    forked = await project.sessions.fork(sessionID, body.message_id, body.part_id, body.cut)
+    return wire(forked)
 
 
 @router.get("/{sessionID}/diff", response_model=list[SnapshotFileDiff], operation_id="session.diff")

@@ -3,9 +3,10 @@
 A fork at a part keeps everything before the part's message and that message's parts
 up to and including the part (``cut="after"``: a tool call with its result) or up to
 just before it (``cut="before"``: the model, prompted again, calls anew; a message left
-with nothing but its step's start is left out). The message cut short keeps the usage of the steps it still holds, and a part still open when the
-fork was taken (the session was busy) is closed as a crash's would be, so the copy is
-a finished conversation a model can be given.
+with nothing but its step's start is left out). The message cut short keeps the usage
+of the steps it still holds, and a part still open when the fork was taken (the
+session was busy) is closed as a crash's would be, so the copy is a finished
+conversation a model can be given.
 """
 
 from __future__ import annotations

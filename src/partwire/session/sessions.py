@@ -10,7 +10,7 @@ from pathlib import Path
 from partwire import ids
 from partwire.clock import now_ms
 from partwire.config import Settings
-from partwire.errors import BadRequestError, IdConflictError, NotFoundError, SessionBusyError
+from partwire.errors import BadRequestError, IdConflictError, SessionBusyError
 from partwire.providers.registry import refuse_variant, resolve_model
 from partwire.schema.event import (
     Draft,

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from partwire import logs
 from partwire.config import DEFAULT_HOST, DEFAULT_PORT, Settings, load_settings
-from partwire.errors import ConfigError, PartwireError
+from partwire.errors import BadRequestError, ConfigError, PartwireError
 from partwire.logs import LEVELS
 from partwire.version import __version__
 
@@ -110,6 +110,11 @@ def _add_run(commands: Commands, shared: _Shared) -> None:
         action="store_true",
         help="continue the last session of this project",
     )
+    run.add_argument(
+        "--at",
+        metavar="PART",
+        help="fork the session (-s or -c) at this part and prompt the fork",
+    )
     run.add_argument("--title", help="the session's title")
     run.add_argument("--yes", action="store_true", help="allow every permission ask once")
     run.add_argument(
@@ -145,6 +150,18 @@ def _add_session_commands(commands: Commands, shared: _Shared) -> None:
         "import", parents=parents, help="load a session that `export` wrote"
     )
     imported.add_argument("file", help="the JSON export (- reads standard input)")
+    parts = commands.add_parser(
+        "parts", parents=parents, help="list a session's parts (where to fork or rewind)"
+    )
+    parts.add_argument("session", metavar="ID", help="the session")
+    fork = commands.add_parser(
+        "fork", parents=parents, help="copy a session, whole or up to one of its parts"
+    )
+    fork.add_argument("session", metavar="ID", help="the session")
+    fork.add_argument("--at", metavar="PART", help="up to this part (see `partwire parts`)")
+    fork.add_argument(
+        "--before", action="store_true", help="stop just before the part, not after it"
+    )
 
 
 def _add_ingest(commands: Commands, shared: _Shared) -> None:
@@ -301,6 +318,20 @@ def _import(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     return asyncio.run(import_session(settings, args.attach, export))
 
 
+def _parts(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.sessions import list_parts
+
+    return asyncio.run(list_parts(settings, args.attach, args.session))
+
+
+def _fork(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.sessions import fork_session
+
+    if args.before and not args.at:
+        raise BadRequestError("--before needs --at PART")
+    return asyncio.run(fork_session(settings, args.attach, args.session, args.at, args.before))
+
+
 def _models(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli.models import print_models
 
@@ -342,6 +373,8 @@ COMMANDS = {
     "sessions": _sessions,
     "export": _export,
     "import": _import,
+    "parts": _parts,
+    "fork": _fork,
     "models": _models,
     "run": _run,
     "ingest": _ingest,

@@ -93,13 +93,19 @@ async def _last_session(client: PartwireClient, settings: Settings) -> Session:
 async def _session_for(
     client: PartwireClient, args: argparse.Namespace, settings: Settings
 ) -> tuple[Session, bool]:
-    """The session to prompt, and whether it was made for this run."""
+    """The session to prompt, and whether it was made for this run (a new one, or a
+    fork ``--at`` a part)."""
     if args.session:
         session = await client.get_session(args.session)
     elif args.continue_:
         session = await _last_session(client, settings)
     else:
         return await client.create_session(title=args.title), True
+    if args.at:
+        fork = await client.fork(session.id, part_id=args.at)
+        if args.title:
+            fork = await client.update_session(fork.id, title=args.title)
+        return fork, True
     if args.title:
         session = await client.update_session(session.id, title=args.title)
     return session, False
@@ -218,6 +224,8 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     if args.watch and (args.message or not (args.session or args.continue_)):
         raise BadRequestError("--watch renders an existing session: give -s ID or -c, no prompt")
+    if args.at and (args.watch or not (args.session or args.continue_)):
+        raise BadRequestError("--at forks a session and prompts the fork: give -s ID or -c")
     text = "" if args.watch else prompt_text(args.message, sys.stdin)
     async with connected(args.attach, settings, err) as client:
         session, made = await _session_for(client, args, settings)

@@ -1,4 +1,5 @@
-"""``partwire sessions``: the project's recent sessions, newest first."""
+"""``partwire sessions``, ``parts`` and ``fork``: the project's recent sessions, one
+session's parts (the points a fork or a rewind can take), and a fork at one of them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from rich.table import Table
 from partwire import clock
 from partwire.cli.run import connected
 from partwire.config import Settings
+from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
 
 
 def ago(updated_ms: int, now_ms: int | None = None) -> str:
@@ -40,4 +42,42 @@ async def list_sessions(settings: Settings, attach: str | None, limit: int) -> i
             count = len(await client.messages(session.id))
             table.add_row(session.id, ago(session.time.updated), str(count), session.title)
         out.print(table)
+    return 0
+
+
+def part_summary(part: Part, width: int = 60) -> str:
+    """One line saying what a part holds: its text's start, a tool's name and status."""
+    if isinstance(part, TextPart | ReasoningPart):
+        text = " ".join(part.text.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+    if isinstance(part, ToolPart):
+        return f"{part.tool} ({part.state.status})"
+    return ""
+
+
+async def list_parts(settings: Settings, attach: str | None, session_id: str) -> int:
+    out = Console(highlight=False, soft_wrap=True)
+    async with connected(attach, settings, Console(stderr=True)) as client:
+        messages = await client.messages(session_id)
+        table = Table(box=None, pad_edge=False)
+        for column in ("part", "role", "type", "holds"):
+            table.add_column(column, no_wrap=column != "holds")
+        for entry in messages:
+            for part in entry.parts:
+                table.add_row(part.id, entry.info.role, part.type, part_summary(part))
+        out.print(table)
+    return 0
+
+
+async def fork_session(
+    settings: Settings, attach: str | None, session_id: str, at: str | None, before: bool
+) -> int:
+    """Print the new session's id (alone on stdout, for scripts), say what it holds."""
+    async with connected(attach, settings, Console(stderr=True)) as client:
+        fork = await client.fork(session_id, part_id=at, cut="before" if before else None)
+        count = len(await client.messages(fork.id))
+    Console(stderr=True, highlight=False).print(
+        f"[dim]forked {session_id}{f' at {at}' if at else ''}: {count} messages[/dim]"
+    )
+    print(fork.id)
     return 0

@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -309,8 +309,18 @@ class PartwireClient:
         path = f"/session/{session_id}/message/{message_id}/part/{part_id}"
         return bool(await self._request("DELETE", path))
 
-    async def fork(self, session_id: str, message_id: str | None = None) -> Session:
-        body = {"messageID": message_id} if message_id else {}
+    async def fork(
+        self,
+        session_id: str,
+        message_id: str | None = None,
+        *,
+        part_id: str | None = None,
+        cut: Literal["after", "before"] | None = None,
+    ) -> Session:
+        """A new session holding the messages before ``message_id``, or everything up to
+        ``part_id`` (with it when ``cut`` is "after", the default; without, "before")."""
+        wanted = {"messageID": message_id, "partID": part_id, "cut": cut}
+        body = {key: value for key, value in wanted.items() if value is not None}
         return Session.model_validate(
             await self._request("POST", f"/session/{session_id}/fork", body)
         )

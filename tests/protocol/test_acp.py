@@ -117,6 +117,47 @@ async def test_the_sdk_client_loads_a_recorded_session(
     }  # fmt: skip
 
 
+@pytest.mark.usefixtures("settings")
+async def test_session_fork_at_a_part_then_load_replays_the_fork(
+    settings: Settings, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = Runtime.build(settings)
+    await runtime.start()
+    try:
+        session_id = await recorded_session(runtime)
+        stored = await runtime.store.list_messages(session_id)
+    finally:
+        await runtime.stop()
+    tool = next(p for m in stored for p in m.parts if isinstance(p, ToolPart))
+    monkeypatch.setenv("PARTWIRE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("PARTWIRE_CONFIG_DIR", str(settings.data_dir.parent / "config"))
+    command = ["--", *ACP, "--project", str(project)]
+    seen = await run_node("acp.mjs", "fork", str(project), session_id, tool.id, *command)
+    capabilities = seen["init"]["agentCapabilities"]["sessionCapabilities"]
+    assert capabilities["fork"] == {} and capabilities["list"] == {}
+    fork_id = seen["forked"]["sessionId"]
+    assert fork_id != session_id and seen["forked"]["modes"]["currentModeId"] == "build"
+    runtime = Runtime.build(settings)
+    await runtime.start()
+    try:
+        forked = await runtime.store.list_messages(fork_id)
+        info = await runtime.store.get_session(fork_id)
+    finally:
+        await runtime.stop()
+    assert info.metadata and info.metadata["forkedFrom"]["partID"] == tool.id
+    assert forked[-1].parts[-1].type == "tool" and len(forked) < len(stored)
+    expected = [
+        u.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for u in stored_updates(forked, [], project)
+    ]
+    assert seen["replayed"]["updates"] == expected
+    whole = await run_node("acp.mjs", "fork", str(project), session_id, "-", *command)
+    user_chunks = [
+        u for u in whole["replayed"]["updates"] if u["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert len(user_chunks) == sum(1 for m in stored if m.info.role == "user")
+
+
 def test_the_plan_leaves_out_cancelled_todos() -> None:
     todos = [Todo.model_validate(t) for t in DEMO_TODOS]
     todos.append(Todo(content="Dropped", status="cancelled", priority="low"))

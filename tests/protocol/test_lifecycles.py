@@ -28,6 +28,7 @@ from partwire.providers.stream import (
     ToolInputStart,
 )
 from partwire.runtime import Runtime
+from tests.protocol.test_partframes import recorded_session
 from tests.scripted import ScriptedModel, finish, text_reply
 from tests.session.helpers import new_session, prompt_body
 from tests.test_builder import legal_calls
@@ -61,6 +62,16 @@ async def _assert_adapters_rebuild(runtime: Runtime, session_id: str) -> None:
         for made in blocks.convert(event):
             state = reduce_session_event(state, made)
     assert in_call_order(state["blocks"]) == blocks_of(stored)
+
+
+async def test_every_adapter_shows_a_fork_at_a_part(runtime: Runtime) -> None:
+    session_id = await recorded_session(runtime)
+    stored = await runtime.store.list_messages(session_id)
+    tool = next(p for m in stored for p in m.parts if p.type == "tool")
+    fork = await runtime.sessions.fork(session_id, None, tool.id)
+    forked = await runtime.store.list_messages(fork.id)
+    assert forked and forked[-1].parts[-1].type == "tool"
+    await _assert_adapters_rebuild(runtime, fork.id)
 
 
 LIFECYCLE_SETTINGS = settings(

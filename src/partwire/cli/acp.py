@@ -8,6 +8,7 @@ web UI share sessions live. Every session is a partwire session.
 - ``initialize`` says: sessions load, prompts take text and embedded text resources;
 - ``session/new`` makes a session in the editor's ``cwd``; ``session/load`` replays a
   stored one as ``session/update`` notifications; ``session/list`` lists them;
+  ``session/fork`` copies one, whole or (``_meta`` ``partID``, ``cut``) up to a part;
 - modes are the primary agents (build, plan): ``session/set_mode`` picks the agent;
 - ``session/prompt`` streams the run (``protocol.acp``) and answers with its stop
   reason; ``session/cancel`` stops it;
@@ -36,6 +37,7 @@ from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -45,7 +47,10 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
+    SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
@@ -58,6 +63,7 @@ from rich.console import Console
 from partwire import ids
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
+from partwire.errors import PartwireError
 from partwire.protocol.acp import ACP_EVENTS, AcpUpdates, stored_updates, text
 from partwire.schema.event import EditorReadProps, Event, MessageInfo, PartUpdatedProps
 from partwire.schema.message import AssistantMessage
@@ -173,6 +179,9 @@ class PartwireAgent:
         capabilities = AgentCapabilities(
             load_session=True,
             prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(), fork=SessionForkCapabilities()
+            ),
         )
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
@@ -213,6 +222,29 @@ class PartwireAgent:
         asked = [m.info.agent for m in messages if not isinstance(m.info, AssistantMessage)]
         mode = self.modes.get(session_id) or (asked[-1] if asked else None) or session.agent
         return LoadSessionResponse(modes=await self._modes(mode))
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: Any = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A copy of the session, whole or (``_meta`` ``{"partID", "cut"}``, partwire's)
+        up to one of its parts; the editor loads it as any other."""
+        self._check_cwd(cwd)
+        session = await self._session(session_id)
+        part_id, cut = kwargs.get("partID"), kwargs.get("cut")  # the request's _meta
+        if cut not in (None, "after", "before") or not isinstance(part_id, str | None):
+            raise RequestError.invalid_params({"_meta": "partID is a part id, cut after|before"})
+        try:
+            fork = await self.client.fork(session_id, part_id=part_id, cut=cut)
+        except PartwireError as exc:
+            raise RequestError.invalid_params({"_meta": exc.message}) from exc
+        return ForkSessionResponse(
+            session_id=fork.id, modes=await self._modes(fork.agent or session.agent)
+        )
 
     async def _session(self, session_id: str) -> Any:
         try:
@@ -358,7 +390,7 @@ async def serve_acp(settings: Settings, attach: str | None) -> int:
         await agent.pump.start()
         try:
             # the library routes only the methods an agent has (the rest: method not found)
-            await run_agent(cast(Agent, agent))
+            await run_agent(cast(Agent, agent), use_unstable_protocol=True)  # session/fork
         finally:
             if agent.pump.task is not None:
                 agent.pump.task.cancel()

@@ -21,7 +21,7 @@ from partwire.schema.event import (
 )
 from partwire.schema.export import SessionExport
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
-from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
+from partwire.schema.message import AssistantMessage, Message, MessageWithParts, UserMessage
 from partwire.schema.session import Session, SessionModel, SessionTime
 from partwire.session.agents import AGENTS, get_agent
 from partwire.session.forking import Cut, forked_history
@@ -38,6 +38,16 @@ _NOUNS = ("comet", "falcon", "harbor", "lantern", "meadow", "otter", "sailor", "
 
 def project_id(directory: str) -> str:
     return hashlib.sha1(directory.encode()).hexdigest()
+
+
+def _as_written(info: Message, part_events: list[Draft]) -> list[Draft]:
+    """A copied message's events as a live one logged them: an answer opens, its parts
+    come, then it completes; so every adapter folding the log (part frames, blocks, …)
+    shows the copy as it would have shown the original."""
+    if not isinstance(info, AssistantMessage) or info.time.completed is None:
+        return [message_event(info), *part_events]
+    opening = info.model_copy(update={"time": info.time.model_copy(update={"completed": None})})
+    return [message_event(opening), *part_events, message_event(info)]
 
 
 def _last_agent(history: list[MessageWithParts]) -> str | None:
@@ -207,7 +217,7 @@ class Sessions:
         self, target: Session, history: list[MessageWithParts], *, fresh_ids: bool
     ) -> None:
         """Write messages and parts into ``target`` in order, re-keyed when asked: one
-        commit, each message and part published as written."""
+        commit, logged as the messages were written live (see ``_as_written``)."""
         new_ids: dict[str, str] = {}
         copies: list[MessageWithParts] = []
         events: list[Draft] = []
@@ -228,8 +238,7 @@ class Sessions:
                 for part in entry.parts
             ]
             copies.append(MessageWithParts(info=info, parts=parts))
-            events.append(message_event(info))
-            events += [part_event(part, target.time.created) for part in parts]
+            events += _as_written(info, [part_event(part, target.time.created) for part in parts])
         if copies:
             await self.store.put_history(copies, events)
 

@@ -2,6 +2,9 @@
 //
 //   node acp.mjs load PROJECT SESSION -- COMMAND...
 //       session/load of a stored session only; prints {loaded, replayed}
+//   node acp.mjs fork PROJECT SESSION PART -- COMMAND...
+//       session/fork of a stored session at PART (_meta.partID; "-" forks it whole),
+//       then session/load of the fork; prints {init, forked, loaded, replayed}
 //   node acp.mjs PROJECT ANSWER MODE PROMPT... -- COMMAND...
 //       spawns COMMAND (partwire acp) in PROJECT; initialize (offering fs/write_text_file),
 //       session/new, session/set_mode MODE, one session/prompt per PROMPT (permission
@@ -11,11 +14,13 @@
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+import * as unstable from "@agentclientprotocol/sdk/unstable"; // session/fork
 
 const argv = process.argv.slice(2);
 const cut = argv.indexOf("--");
 const loadOnly = argv[0] === "load"; // node acp.mjs load PROJECT SESSION -- COMMAND...
-const [project, answer, mode, ...prompts] = argv.slice(loadOnly ? 1 : 0, cut);
+const forkOnly = argv[0] === "fork"; // node acp.mjs fork PROJECT SESSION PART -- COMMAND...
+const [project, answer, mode, ...prompts] = argv.slice(loadOnly || forkOnly ? 1 : 0, cut);
 const command = argv.slice(cut + 1);
 
 function connectTo(seen) {
@@ -89,6 +94,34 @@ async function load(sessionId, seen) {
   return result;
 }
 
+async function fork(sessionId, partId, seen) {
+  const { child, stream, app } = connectTo(seen);
+  const result = await app.connectWith(stream, async (ctx) => {
+    const init = await ctx.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+    });
+    const forked = await ctx.request(unstable.methods.agent.session.fork, {
+      sessionId,
+      cwd: project,
+      ...(partId === "-" ? {} : { _meta: { partID: partId } }),
+    });
+    const loaded = await ctx.request(acp.methods.agent.session.load, {
+      sessionId: forked.sessionId,
+      cwd: project,
+      mcpServers: [],
+    });
+    return { init, forked, loaded };
+  });
+  child.kill();
+  return result;
+}
+
+if (forkOnly) {
+  const replayed = { updates: [], asks: [], writes: [], reads: [] };
+  const done = await fork(answer, mode, replayed); // the session id, then the part id
+  process.stdout.write(JSON.stringify({ ...done, replayed }));
+  process.exit(0);
+}
 if (loadOnly) {
   const replayed = { updates: [], asks: [], writes: [], reads: [] };
   const loaded = await load(answer, replayed); // the second word is the session id

@@ -191,6 +191,37 @@ async def test_revert_restore_and_fork_from_a_user_message(page: Page) -> None:
     await expect(page.locator(".message-user")).to_contain_text("list")
 
 
+@pytest.mark.parametrize("git_project", [True])
+async def test_fork_and_rewind_from_a_part_of_an_answer(page: Page) -> None:
+    await send(page, "bash echo forked")
+    await expect(card(page, "bash")).to_have_attribute("data-state", "completed")
+    await wait_idle(page)
+    text = page.locator(".message-assistant .part-slot").filter(has=page.locator(".part-text"))
+    await text.last.hover()
+    await text.last.get_by_role("button", name="Rewind to before this part").click()
+    await expect(page.locator(".revert-bar")).to_contain_text("Rewound to before a part")
+    await expect(page.locator(".message-assistant .part-text")).to_have_count(0)
+    await expect(card(page, "bash")).to_be_visible()
+    await page.locator(".revert-bar").get_by_role("button", name="Restore").click()
+    await expect(page.locator(".message-assistant .part-text")).to_have_count(1)
+
+    tool = page.locator(".part-slot").filter(has=page.locator(".tool-card"))
+    await tool.hover()
+    await tool.get_by_role("button", name="Fork before this call").click()
+    await expect(page.locator(".session-row")).to_have_count(2)
+    await expect(page.locator(".message-user")).to_contain_text("bash echo forked")
+    await expect(page.locator(".tool-card")).to_have_count(0)
+
+    await page.locator(".session-row").last.click()
+    await expect(page.locator(".tool-card")).to_have_count(1)
+    tool = page.locator(".part-slot").filter(has=page.locator(".tool-card"))
+    await tool.hover()
+    await tool.get_by_role("button", name="Fork from this part").click()
+    await expect(page.locator(".session-row")).to_have_count(3)
+    await expect(card(page, "bash")).to_have_attribute("data-state", "completed")
+    await expect(page.locator(".message-assistant .part-text")).to_have_count(0)
+
+
 async def test_a_mention_sent_before_the_project_root_is_known_waits_for_it(
     browser: Browser, base_url: str, web_project: Path
 ) -> None:

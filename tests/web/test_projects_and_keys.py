@@ -118,7 +118,9 @@ async def test_a_390_px_phone_keeps_actions_clear_and_buttons_on_one_row(page: P
     bubble = await page.locator(".message-user .markdown").last.bounding_box()
     assert bubble is not None
     for name in ("Fork", "Revert"):
-        action = await page.get_by_role("button", name=name).last.bounding_box()
+        action = (
+            await page.locator(".message-user").get_by_role("button", name=name).last.bounding_box()
+        )
         assert action is not None and not _overlap(action, bubble), f"{name} covers the bubble"
     await send(page, "long 2000")
     stop, send_button = (

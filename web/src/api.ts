@@ -85,8 +85,11 @@ export const api = {
   renameSession: (id: string, title: string) => json<Session>("PATCH", `/session/${id}`, { title }),
   deleteSession: (id: string) => json<boolean>("DELETE", `/session/${id}`),
   abort: (id: string) => json<boolean>("POST", `/session/${id}/abort`),
-  fork: (id: string, messageID: string) => json<Session>("POST", `/session/${id}/fork`, { messageID }),
-  revert: (id: string, messageID: string) => json<Session>("POST", `/session/${id}/revert`, { messageID }),
+  /** A new session: the messages before ``messageID``, or everything up to a part (with it, or "before"). */
+  fork: (id: string, at: { messageID?: string; partID?: string; cut?: "after" | "before" }) =>
+    json<Session>("POST", `/session/${id}/fork`, at),
+  revert: (id: string, messageID: string, partID?: string) =>
+    json<Session>("POST", `/session/${id}/revert`, partID ? { messageID, partID } : { messageID }),
   unrevert: (id: string) => json<Session>("POST", `/session/${id}/unrevert`),
   todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
   async messages(id: string, limit?: number): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {

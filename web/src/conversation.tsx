@@ -121,8 +121,9 @@ export function Conversation({ sessionID, empty }: { sessionID: string; empty?: 
   const all = store.messages.get(sessionID) ?? [];
   // a reverted session hides the undone messages until the next prompt removes them
   // (by position in history, never by comparing ids)
+  // (a revert to a part keeps its message, which shows the parts before it)
   const cut = revert ? all.findIndex((m) => m.id === revert.messageID) : -1;
-  const messages = cut >= 0 ? all.slice(0, cut) : all;
+  const messages = cut >= 0 ? all.slice(0, revert?.partID ? cut + 1 : cut) : all;
   const scroller = useRef<HTMLDivElement>(null);
   const [view, setView] = useState({ top: 0, height: 800 });
   const { following, followingRef, toBottom, scrolled, intent, jump } = useFollow(scroller);
@@ -168,7 +169,7 @@ export function Conversation({ sessionID, empty }: { sessionID: string; empty?: 
           </div>
         </div>
         {messages.length === 0 && !revert && (empty ?? <div class="empty">Send a prompt to start.</div>)}
-        {revert && <RevertBar sessionID={sessionID} hidden={all.length - messages.length} />}
+        {revert && <RevertBar sessionID={sessionID} hidden={all.length - messages.length} partial={!!revert.partID} />}
       </div>
       {!following && (
         <button type="button" class="jump" onClick={jump}>
@@ -191,12 +192,13 @@ function search(offsets: number[], y: number): number {
   return lo;
 }
 
-function RevertBar({ sessionID, hidden }: { sessionID: string; hidden: number }) {
+function RevertBar({ sessionID, hidden, partial }: { sessionID: string; hidden: number; partial: boolean }) {
   const restore = () => void api.unrevert(sessionID).catch((e: Error) => store.reportError(e.message));
+  const messages = hidden === 1 ? "1 message" : `${hidden} messages`;
   return (
     <div class="revert-bar notice" role="status">
-      {hidden === 1 ? "1 message" : `${hidden} messages`} reverted, with their file changes. The next prompt
-      discards them.{" "}
+      {partial ? `Rewound to before a part (${messages} after it)` : `${messages} reverted`}, with their file
+      changes. The next prompt discards them.{" "}
       <button type="button" class="btn" onClick={restore}>
         Restore
       </button>

@@ -236,13 +236,43 @@ function RetryButton({ message }: { message: Message }) {
   );
 }
 
+async function forkAndOpen(sessionID: string, at: Parameters<typeof api.fork>[1]): Promise<void> {
+  const session = await api.fork(sessionID, at);
+  store.sessionUpdated(session);
+  location.hash = `#/session/${session.id}`;
+}
+
+// the parts a fork or a rewind can start from: what a reader sees as a step of the answer
+const FORKABLE = new Set(["text", "reasoning", "tool", "file", "patch"]);
+
+/** On hover over a part of an answer: fork from it (or, for a tool call, from just before
+ * it, so the model calls again) and rewind to before it, with its file changes. */
+function PartActions({ part }: { part: Part }) {
+  const run = (action: () => Promise<unknown>) => () => void action().catch((e: Error) => store.reportError(e.message));
+  const at = { messageID: part.messageID, partID: part.id };
+  const fork = run(() => forkAndOpen(part.sessionID, at));
+  const forkBefore = run(() => forkAndOpen(part.sessionID, { ...at, cut: "before" }));
+  const rewind = run(() => api.revert(part.sessionID, part.messageID, part.id));
+  return (
+    <div class="part-actions">
+      <button type="button" class="icon-btn" onClick={fork} aria-label="Fork from this part" title="A new session with everything up to and including this part">
+        Fork
+      </button>
+      {part.type === "tool" && (
+        <button type="button" class="icon-btn" onClick={forkBefore} aria-label="Fork before this call" title="A new session that stops just before this call: the model calls again">
+          Fork before
+        </button>
+      )}
+      <button type="button" class="icon-btn" onClick={rewind} aria-label="Rewind to before this part" title="Undo this part, what followed, and their file changes">
+        Rewind
+      </button>
+    </div>
+  );
+}
+
 function UserActions({ message }: { message: Message }) {
   const run = (action: () => Promise<unknown>) => () => void action().catch((e: Error) => store.reportError(e.message));
-  const fork = run(async () => {
-    const session = await api.fork(message.sessionID, message.id);
-    store.sessionUpdated(session);
-    location.hash = `#/session/${session.id}`;
-  });
+  const fork = run(() => forkAndOpen(message.sessionID, { messageID: message.id }));
   const revert = run(() => api.revert(message.sessionID, message.id));
   return (
     <div class="message-actions">
@@ -256,10 +286,18 @@ function UserActions({ message }: { message: Message }) {
   );
 }
 
+/** The parts a rewind to a part of this message left: those before it (by position). */
+function keptParts(message: Message, parts: Part[]): Part[] {
+  const revert = store.sessions.get(message.sessionID)?.revert;
+  if (revert?.partID === undefined || revert.messageID !== message.id) return parts;
+  const cut = parts.findIndex((p) => p.id === revert.partID);
+  return cut >= 0 ? parts.slice(0, cut) : parts;
+}
+
 export function MessageView({ message }: { message: Message }) {
-  useStore(`message:${message.id}`);
+  useStore(`message:${message.id}`, "sessions");
   const current = store.messages.get(message.sessionID)?.find((m) => m.id === message.id) ?? message;
-  const all = store.parts.get(message.id) ?? [];
+  const all = keptParts(current, store.parts.get(message.id) ?? []);
   // retries are one notice, the latest, while the answer is under way; after, its end says
   const retries = all.filter((p): p is RetryPart => p.type === "retry");
   const parts = all.filter((p) => p.type !== "retry");
@@ -285,7 +323,13 @@ export function MessageView({ message }: { message: Message }) {
       <div class={`message-parts ${bubble ? "bubble" : ""}`}>
         {parts.map((part) => {
           const View = PARTS[part.type] ?? Unknown;
-          return <View key={part.id} part={part} />;
+          if (current.role !== "assistant" || !FORKABLE.has(part.type)) return <View key={part.id} part={part} />;
+          return (
+            <div key={part.id} class="part-slot">
+              <View part={part} />
+              <PartActions part={part} />
+            </div>
+          );
         })}
         {retrying && <RetryView part={retrying} />}
       </div>

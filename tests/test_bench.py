@@ -269,3 +269,13 @@ async def test_mentions_bench_prints_its_table() -> None:
     rows = lines[2:]
     assert [row[:28].strip() for row in rows] == ["first (lists the tree)", "next keystrokes"]
     assert all(float(row.split()[-1]) > 0 for row in rows)
+
+
+async def test_fork_bench_prints_its_three_forks() -> None:
+    out = await run_bench("fork.py", "--messages", "60", "--repeat", "1")
+    lines = out.splitlines()
+    assert lines[0].startswith("fork: a session of 60 messages")
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
+    assert [row[0] for row in rows] == ["whole", "at a part halfway", "before the last tool call"]
+    assert [int(row[1]) for row in rows][0] == 60
+    assert all(float(row[2]) > 0 and float(row[3]) >= 0 for row in rows)

@@ -188,3 +188,29 @@ async def test_an_empty_project_key_is_not_filled_with_the_environment_key(
     env = _env(tmp_path, OPENAI_API_KEY=ENV_KEY)
     settings = load_settings(project_dir=project, data_dir=tmp_path / "data", env=env)
     assert settings.providers["local"].api_key is None
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "expected"),
+    [
+        ({"tokens": 1000, "cost": 2.0}, {"tokens": 5000, "cost": 0.5}, (1000, 0.5)),
+        (None, {"tokens": 5000}, (5000, None)),
+        ({"cost": 1.0}, None, (None, 1.0)),
+        ({"cost": 1.0}, {"tokens": 10}, (10, 1.0)),
+    ],
+)
+def test_a_projects_budget_can_lower_the_users_never_raise_it(
+    tmp_path: Path,
+    user: dict[str, Any] | None,
+    project: dict[str, Any] | None,
+    expected: tuple[int | None, float | None],
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    if user is not None:
+        _write(tmp_path / "cfg" / "partwire.json", {"budget": user})
+    if project is not None:
+        _write(root / "partwire.json", {"budget": project})
+    settings = load_settings(project_dir=root, env={"PARTWIRE_CONFIG_DIR": str(tmp_path / "cfg")})
+    assert settings.budget is not None
+    assert (settings.budget.tokens, settings.budget.cost) == expected

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+from pydantic import ValidationError
 
 from partwire import keys
 from partwire.config_providers import APIS as APIS
@@ -32,6 +33,7 @@ from partwire.config_providers import Api as Api
 from partwire.config_providers import ModelConfig as ModelConfig
 from partwire.config_providers import ProviderConfig as ProviderConfig
 from partwire.errors import ConfigError
+from partwire.schema.session import Budget
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,8 @@ class Settings:
     database_url: str | None = field(default=None, repr=False)
     # PARTWIRE_REDIS_URL: events reach the other servers on the database through Redis
     redis_url: str | None = field(default=None, repr=False)
+    # what each session may spend unless it has a budget of its own (``budget``)
+    budget: Budget | None = None
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""
@@ -132,6 +136,27 @@ def _redis_url(env: dict[str, str], database_url: str | None) -> str | None:
             "database: set PARTWIRE_DATABASE_URL too, or unset PARTWIRE_REDIS_URL"
         )
     return raw
+
+
+def _budget(user: dict[str, Any], project: dict[str, Any]) -> Budget | None:
+    """``budget`` of the user's partwire.json and the project's, the stricter of each
+    limit: a cloned project may lower what a session spends, never raise it."""
+    found: list[Budget] = []
+    for layer in (user, project):
+        raw = layer.get("budget")
+        if raw is None:
+            continue
+        try:
+            found.append(Budget.model_validate(raw))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in ("budget", *problem["loc"]))
+            raise ConfigError(f"{where} in partwire.json: {problem['msg']}") from None
+    if not found:
+        return None
+    tokens = [b.tokens for b in found if b.tokens is not None]
+    costs = [b.cost for b in found if b.cost is not None]
+    return Budget(tokens=min(tokens, default=None), cost=min(costs, default=None))
 
 
 def _float_env(env: dict[str, str], name: str, default: float) -> float:
@@ -297,6 +322,7 @@ def load_settings(
         allowed_hosts=_strings(user_layer, "server", "hosts"),
         database_url=database_url,
         redis_url=_redis_url(source, database_url),
+        budget=_budget(user_layer, project_layer),
     )
 
 

@@ -172,24 +172,28 @@ class Permissions:
         metadata: dict[str, Any] | None = None,
         tool: ToolRef | None = None,
         must_ask: bool = False,
+        ruled: bool = True,
         request_id: str | None = None,
         registered: asyncio.Event | None = None,
-    ) -> None:
-        """Return when every pattern is allowed; raise when one is denied or rejected.
+    ) -> PermissionReply:
+        """Return when every pattern is allowed (with the reply that allowed it: "once"
+        when the rules did); raise when one is denied or rejected.
 
         ``must_ask`` (fail closed: the subject could not be checked) asks even when
         narrower rules allow it; only a rule that allows every subject (pattern ``*``)
-        covers it, and an "always" reply then adds no rule."""
-        rules = await self._rules(session_id, agent_rules)
-        if must_ask:
-            rules = unchecked_rules(rules)
-        actions = [evaluate(permission, pattern, rules) for pattern in patterns]
-        for pattern, action in zip(patterns, actions, strict=True):
-            if action == "deny":
-                raise PermissionDeniedError(permission, pattern)
-        if all(action == "allow" for action in actions):
-            return
-        if must_ask:
+        covers it, and an "always" reply then adds no rule. An ask that is not ``ruled``
+        (a budget: the user's own limit) is always asked, whatever the rules say."""
+        if ruled:
+            rules = await self._rules(session_id, agent_rules)
+            if must_ask:
+                rules = unchecked_rules(rules)
+            actions = [evaluate(permission, pattern, rules) for pattern in patterns]
+            for pattern, action in zip(patterns, actions, strict=True):
+                if action == "deny":
+                    raise PermissionDeniedError(permission, pattern)
+            if all(action == "allow" for action in actions):
+                return "once"
+        if must_ask or not ruled:
             always = []
         request = PermissionRequest(
             id=request_id or ids.ascending("per"),
@@ -203,7 +207,9 @@ class Permissions:
         future: asyncio.Future[tuple[PermissionReply, str | None]] = (
             asyncio.get_running_loop().create_future()
         )
-        self._pending[request.id] = _Pending(request, list(agent_rules), future, must_ask)
+        self._pending[request.id] = _Pending(
+            request, list(agent_rules), future, must_ask or not ruled
+        )
         if registered is not None:  # a caller that returns once the ask is pending
             registered.set()
         try:
@@ -213,6 +219,7 @@ class Permissions:
             self._pending.pop(request.id, None)
         if reply == "reject":
             raise RejectedError("The user rejected permission to use this tool.", message)
+        return reply
 
     def asker(
         self, session_id: str, agent_rules: Sequence[PermissionRule], tool: ToolRef | None = None

@@ -32,6 +32,9 @@ class _Store:
     async def append_delta(self, props: Any) -> None:
         self.writes.append(("delta", props.delta))
 
+    async def add_spend(self, session_id: str, tokens: Any, cost: float) -> None:
+        self.writes.append(("spend", (tokens.output, cost)))
+
     def announce(self, events: list[Any]) -> None:
         self.writes.append(("announced", [event.type for event in events]))
 

@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from partwire.errors import NotFoundError
+from partwire.schema.base import Tokens
 from partwire.schema.event import (
     MessageInfo,
     MessageUpdated,
@@ -17,6 +18,7 @@ from partwire.schema.event import (
     SessionIdle,
     SessionInfo,
     SessionRef,
+    SessionUpdated,
 )
 from partwire.schema.message import AssistantMessage, AssistantTime, MessagePath
 from partwire.schema.part import StreamTime, TextPart
@@ -208,3 +210,24 @@ async def test_a_page_of_messages_reads_only_its_own_rows(store: SqliteStore) ->
     assert [m.info.id for m in earlier] == ["msg_2", "msg_3"]
     everything, _ = await store.snapshot_messages("ses_1")
     assert len(everything) == 5
+
+
+async def test_spend_adds_up_in_the_store_and_a_stale_session_never_undoes_it(
+    store: SqliteStore,
+) -> None:
+    stale = _session()
+    await store.create_session(stale, [SessionCreated(SessionInfo(sessionID="ses_1", info=stale))])
+    usage = Tokens(input=10, output=5, reasoning=2, cache=Tokens.Cache(read=3, write=1))
+    await asyncio.gather(*(store.add_spend("ses_1", usage, 0.25) for _ in range(4)))
+    sub = store.bus.subscribe_all()
+    renamed = stale.model_copy(update={"title": "renamed"})  # read before the answers
+    await store.put_session(renamed, [SessionUpdated(SessionInfo(sessionID="ses_1", info=renamed))])
+    stored = await store.get_session("ses_1")
+    assert stored.title == "renamed" and stored.cost == 1.0
+    assert stored.tokens == Tokens(
+        input=40, output=20, reasoning=8, cache=Tokens.Cache(read=12, write=4)
+    )
+    told = await asyncio.wait_for(sub.get(), 5)
+    assert told is not None and told.type == "session.updated"
+    assert isinstance(told.properties, SessionInfo) and told.properties.info == stored
+    await store.add_spend("ses_gone", usage, 1.0)  # a deleted session's answer: nothing

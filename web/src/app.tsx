@@ -12,7 +12,7 @@ import { PromptBox } from "./promptbox";
 import { SessionList } from "./sessions";
 import { store } from "./store";
 import { Checklist } from "./tools";
-import type { ModelRef } from "./types";
+import type { ModelRef, Session, Tokens } from "./types";
 
 function currentFromHash(): string | null {
   const match = /^#\/session\/(ses_\w+)/.exec(location.hash);
@@ -138,6 +138,25 @@ async function sendPrompt(current: string | null, parts: PromptPart[], model: Mo
   }
 }
 
+function counted(tokens?: Tokens): number {
+  return tokens ? tokens.input + tokens.output + tokens.reasoning + tokens.cache.read + tokens.cache.write : 0;
+}
+
+/** The session's spend against its own budget (its project's is not known here). */
+function BudgetMeter({ session }: { session: Session }) {
+  const budget = session.metadata?.budget;
+  if (!budget || (budget.tokens === undefined && budget.cost === undefined)) return null;
+  const times = 1 + (budget.granted ?? 0);
+  const parts: string[] = [];
+  if (budget.cost !== undefined) parts.push(`$${(session.cost ?? 0).toFixed(2)} of $${(budget.cost * times).toFixed(2)}`);
+  if (budget.tokens !== undefined) parts.push(`${counted(session.tokens).toLocaleString()} of ${(budget.tokens * times).toLocaleString()} tokens`);
+  return (
+    <span class="budget-meter" data-testid="budget" title="Spent of this session's budget: past it, the run pauses and asks">
+      {parts.join(" · ")}
+    </span>
+  );
+}
+
 function TopBar({ current, onMenu }: { current: string | null; onMenu: () => void }) {
   const session = current ? store.sessions.get(current) : undefined;
   const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
@@ -154,6 +173,7 @@ function TopBar({ current, onMenu }: { current: string | null; onMenu: () => voi
         )}
         <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
       </div>
+      {session && <BudgetMeter session={session} />}
       {current && <ActivityBar key={current} sessionID={current} />}
       {current && <StatusPill sessionID={current} />}
     </header>

@@ -21,9 +21,35 @@ function useSubmit(): [boolean, string, (action: () => Promise<unknown>) => void
   return [busy, error, run];
 }
 
+/** The budget ask: the run is paused before a step that would pass the session's budget. */
+function BudgetPrompt({ request }: { request: PermissionRequest }) {
+  const [busy, error, run] = useSubmit();
+  const reply = (answer: "once" | "always" | "reject") => () => run(() => api.replyPermission(request.id, answer));
+  return (
+    <div class="ask ask-permission ask-budget" role="group" aria-label="Budget reached" data-request={request.id}>
+      <div class="ask-text">
+        Budget: <strong>{request.patterns.join(", ")}</strong>. The next step would pass it; the run is paused.
+      </div>
+      <div class="ask-actions">
+        <button type="button" class="btn btn-danger" disabled={busy} onClick={reply("reject")}>
+          Stop
+        </button>
+        <button type="button" class="btn" disabled={busy} onClick={reply("always")}>
+          No limit
+        </button>
+        <button type="button" class="btn btn-primary" disabled={busy} onClick={reply("once")}>
+          Continue (another budget)
+        </button>
+      </div>
+      {error && <div class="ask-error">{error}</div>}
+    </div>
+  );
+}
+
 export function PermissionPrompt({ request }: { request: PermissionRequest }) {
   const [busy, error, run] = useSubmit();
   const reply = (answer: "once" | "always" | "reject") => () => run(() => api.replyPermission(request.id, answer));
+  if (request.permission === "budget") return <BudgetPrompt request={request} />;
   return (
     <div class="ask ask-permission" role="group" aria-label="Permission request" data-request={request.id}>
       <div class="ask-text">

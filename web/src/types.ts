@@ -7,6 +7,16 @@ export interface Session {
   parentID?: string;
   time: { created: number; updated: number; compacting?: number };
   revert?: { messageID: string; partID?: string };
+  cost?: number;
+  tokens?: Tokens;
+  metadata?: { budget?: Budget; forkedFrom?: { sessionID: string; messageID?: string; partID?: string } };
+}
+
+/** What a session may spend (partwire's): the limit is each amount times (1 + granted). */
+export interface Budget {
+  tokens?: number;
+  cost?: number;
+  granted?: number;
 }
 
 export type SessionStatus =

@@ -18,6 +18,7 @@ from rich.text import Text
 from partwire.client.http import PartwireClient
 from partwire.schema.event import Event, SessionInfo
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest
+from partwire.session.budget import BUDGET_PERMISSION
 from partwire.session.toolcalls import DOOM_LOOP_THRESHOLD
 
 _CHOICES: dict[str, PermissionReply] = {
@@ -44,6 +45,12 @@ def describe(request: PermissionRequest) -> str:
         return (
             f"the model made the same {tool} call {times} in a row, "
             "with the same input: it may be stuck in a loop. Let it run again?"
+        )
+    if request.permission == BUDGET_PERMISSION:
+        return (
+            f"the session's budget: {subject}, and the next step would pass it. "
+            "Allow it another budget's worth ([o]nce), lift the limit ([a]lways), "
+            "or stop here ([r]eject)?"
         )
     return f"{request.permission}: {subject}"
 
@@ -126,16 +133,16 @@ class Answerer:
         self.console.print(
             Text.assemble(("? ", "yellow"), ("permission ", "bold"), describe(request))
         )
-        if self.auto_allow:
+        budget = request.permission == BUDGET_PERMISSION
+        if self.auto_allow and not budget:  # --yes allows tools, never more spend
             reply: PermissionReply = "once"
             self.console.print("  allowed once (--yes)", style="dim")
         elif self.interactive:
             reply = await self._permission_reply()
         else:
             reply = "reject"
-            self.console.print(
-                "  rejected: no terminal to ask at (pass --yes to allow)", style="dim"
-            )
+            hint = "raise the budget to go on" if budget else "pass --yes to allow"
+            self.console.print(f"  rejected: no terminal to ask at ({hint})", style="dim")
         await self.client.reply_permission(request.id, reply)
 
     async def _permission_reply(self) -> PermissionReply:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from partwire.ids import CLIENT_MESSAGE_ID, CLIENT_PART_ID
 from partwire.schema.base import WireModel
 from partwire.schema.part import AgentSource, FileSource, ModelRef
-from partwire.schema.session import PermissionRule, SessionModel
+from partwire.schema.session import Budget, PermissionRule, SessionModel
 
 # Limits on one prompt (each breach is a 400 naming the field).
 MAX_PROMPT_PARTS = 100
@@ -89,6 +89,8 @@ class SessionCreateInput(WireModel):
     model: SessionModel | None = None
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
+    # partwire's: what the session may spend (kept in metadata.budget)
+    budget: Budget | None = None
 
 
 class SummarizeInput(WireModel):
@@ -127,6 +129,8 @@ class SessionUpdateInput(WireModel):
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
     time: SessionTimeUpdate | None = None
+    # partwire's: a new budget; null drops the session's own (its project's applies)
+    budget: Budget | None = None
 
 
 class InitInput(WireModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from partwire.schema.base import WireModel
+from partwire.schema.base import Tokens, WireModel
 
 
 class SessionTime(WireModel):
@@ -28,6 +28,17 @@ class SnapshotFileDiff(WireModel):
     additions: int
     deletions: int
     status: Literal["added", "deleted", "modified"] | None = None
+
+
+class Budget(WireModel):
+    """What a session may spend (partwire's; kept in the session's ``metadata.budget``):
+    ``tokens`` (every kind counts: input, output, reasoning, cache reads and writes) and
+    ``cost`` in USD, each unlimited when unset. ``granted`` counts the further amounts
+    the user allowed when it was reached: the limit is the amount times (1 + granted)."""
+
+    tokens: int | None = Field(default=None, gt=0)
+    cost: float | None = Field(default=None, gt=0)
+    granted: int = Field(default=0, ge=0)
 
 
 class PermissionRule(WireModel):
@@ -63,6 +74,9 @@ class Session(WireModel):
     version: str
     time: SessionTime
     summary: SessionSummary | None = None
+    # what the session spent (opencode's fields), kept by the store as answers complete
+    cost: float | None = None
+    tokens: Tokens | None = None
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
     revert: SessionRevert | None = None

@@ -47,6 +47,7 @@ from partwire.schema.message import (
 from partwire.schema.part import ModelRef, ToolPart
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
 from partwire.session.agents import DEFAULT_AGENT, get_agent
+from partwire.session.budget import Budgets
 from partwire.session.compaction import overflows, pending_compaction, prune
 from partwire.session.delegate import Delegation, pending_subtask
 from partwire.session.history import to_turns
@@ -124,6 +125,7 @@ class SessionLoop:
         self._runs: dict[str, _Run] = {}
         self._held: dict[str, set[asyncio.Task[None]]] = {}  # enqueue_after_turn's prompts
         self.titler = Titler(store)
+        self.budgets = Budgets(store, host.permissions)
         self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
 
     def is_busy(self, session_id: str) -> bool:
@@ -420,6 +422,9 @@ class SessionLoop:
                 last = await self._compact(session_id, run, request, history)
                 continue
             if _answered(history, user):
+                break
+            if not await self.budgets.allow_step(session_id, history, self.settings.budget):
+                run.blocked = True  # the user stopped it at its budget
                 break
             last = await self._step(session_id, run, user, history)
             if _overflowed(last) and not run.compacted_for_overflow and not run.aborted:

@@ -6,6 +6,9 @@ import hashlib
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from partwire import ids
 from partwire.clock import now_ms
@@ -22,7 +25,7 @@ from partwire.schema.event import (
 from partwire.schema.export import SessionExport
 from partwire.schema.input import SessionCreateInput, SessionUpdateInput
 from partwire.schema.message import AssistantMessage, Message, MessageWithParts, UserMessage
-from partwire.schema.session import Session, SessionModel, SessionTime
+from partwire.schema.session import Budget, Session, SessionModel, SessionTime
 from partwire.session.agents import AGENTS, get_agent
 from partwire.session.forking import Cut, forked_history
 from partwire.session.loop import SessionLoop
@@ -48,6 +51,32 @@ def _as_written(info: Message, part_events: list[Draft]) -> list[Draft]:
         return [message_event(info), *part_events]
     opening = info.model_copy(update={"time": info.time.model_copy(update={"completed": None})})
     return [message_event(opening), *part_events, message_event(info)]
+
+
+def _with_budget(
+    metadata: dict[str, Any] | None,
+    before: dict[str, Any] | None,
+    budget: Budget | None,
+    budget_given: bool,
+) -> dict[str, Any] | None:
+    """The session's metadata as sent, its ``budget`` kept from ``before`` unless one is
+    given (the ``budget`` field, or ``metadata.budget``, checked): replacing the
+    metadata never drops a limit by leaving it out."""
+    merged = dict(metadata or {})
+    if budget_given:
+        merged.pop("budget", None)
+        if budget is not None:
+            merged["budget"] = budget.wire()
+    elif "budget" in merged:
+        try:
+            merged["budget"] = Budget.model_validate(merged["budget"]).wire()
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in ("metadata", "budget", *problem["loc"]))
+            raise BadRequestError(f"{where}: {problem['msg']}", field=where) from None
+    elif before is not None and "budget" in before:
+        merged["budget"] = before["budget"]
+    return merged if metadata is not None or merged else None
 
 
 def _last_agent(history: list[MessageWithParts]) -> str | None:
@@ -122,7 +151,9 @@ class Sessions:
             model=body.model,
             version=__version__,
             time=SessionTime(created=now, updated=now),
-            metadata=body.metadata,
+            metadata=_with_budget(
+                body.metadata, None, body.budget, "budget" in body.model_fields_set
+            ),
             permission=body.permission,
         )
         try:
@@ -247,8 +278,13 @@ class Sessions:
         update: dict[str, object] = {}
         if body.title is not None:
             update["title"] = body.title
-        if body.metadata is not None:
-            update["metadata"] = body.metadata
+        if body.metadata is not None or "budget" in body.model_fields_set:
+            update["metadata"] = _with_budget(
+                body.metadata if body.metadata is not None else session.metadata,
+                session.metadata,
+                body.budget,
+                "budget" in body.model_fields_set,
+            )
         if body.permission is not None:
             update["permission"] = body.permission
         stamp = {"updated": now_ms()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from partwire.schema.base import Tokens
 from partwire.schema.event import Draft, Event, PartDeltaProps
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
@@ -43,6 +44,11 @@ class Store(Protocol):
     async def put_history(self, messages: list[MessageWithParts], events: list[Draft]) -> None:
         """Append whole messages with their parts, in order, in one commit; IdConflictError
         when an id belongs to another session's message (or another message's part)."""
+        ...
+
+    async def add_spend(self, session_id: str, tokens: Tokens, cost: float) -> None:
+        """Add an answer's usage to the session's ``tokens`` and ``cost`` (in the one
+        transaction: answers completing at once lose nothing) and publish the session."""
         ...
 
     async def append_delta(self, delta: PartDeltaProps) -> None:

@@ -15,6 +15,7 @@ from partwire import ids
 from partwire.bus import Bus
 from partwire.errors import IdConflictError, NotFoundError, StorageError
 from partwire.private import private_database
+from partwire.schema.base import Tokens
 from partwire.schema.event import (
     Draft,
     Empty,
@@ -53,6 +54,7 @@ from partwire.storage.writer import (
     PartPut,
     SessionDelete,
     SessionPut,
+    SpendAdd,
     TodoPut,
     Write,
     Writer,
@@ -249,6 +251,9 @@ class SqliteStore:
             await self._submit(HistoryPut(events=events, messages=messages))
         except IdTakenError as exc:
             raise IdConflictError(exc.field, exc.identifier) from None
+
+    async def add_spend(self, session_id: str, tokens: Tokens, cost: float) -> None:
+        await self._submit(SpendAdd(session_id=session_id, tokens=tokens, cost=cost))
 
     async def delete_message(self, message_id: str, events: list[Draft]) -> None:
         await self._submit(MessageDelete(events=events, message_id=message_id))

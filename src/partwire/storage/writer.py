@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from partwire import ids
-from partwire.schema.event import Draft, Event, MessagePartDelta, PartDeltaProps
+from partwire.schema.base import Tokens
+from partwire.schema.event import (
+    Draft,
+    Event,
+    MessagePartDelta,
+    PartDeltaProps,
+    SessionInfo,
+    SessionUpdated,
+)
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.session import Session
@@ -107,6 +115,24 @@ class Write:
         return None
 
 
+def _stored_spend(conn: Conn, session: Session) -> Session:
+    """``session`` with the spend its stored row holds: ``SpendAdd`` alone changes it,
+    so a session read before an answer completed never writes an older total back."""
+    row = conn.execute("SELECT data FROM session WHERE id = ?", (session.id,)).fetchone()
+    if row is None:
+        return session
+    stored = Session.model_validate_json(row[0])
+    return session.model_copy(update={"cost": stored.cost, "tokens": stored.tokens})
+
+
+def _about(draft: Draft, session: Session) -> Draft:
+    """``draft``, telling of ``session`` as it is written, when it is about that session."""
+    props = draft.properties
+    if isinstance(props, SessionInfo) and props.info.id == session.id:
+        return Draft(draft.type, SessionInfo(session_id=session.id, info=session))
+    return draft
+
+
 @dataclass
 class SessionPut(Write):
     session: Session | None = None
@@ -114,6 +140,9 @@ class SessionPut(Write):
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.session is not None
+        if not self.new:
+            self.session = _stored_spend(ctx.conn, self.session)
+            self.events = [_about(draft, self.session) for draft in self.events]
         on_conflict = (
             "DO NOTHING"
             if self.new
@@ -126,6 +155,31 @@ class SessionPut(Write):
         ).rowcount
         if self.new and changed == 0:
             raise IdTakenError(f"session id {self.session.id} is taken")
+
+
+@dataclass
+class SpendAdd(Write):
+    """An answer's usage added to its session's totals, read and written in the one
+    transaction, and told as the session's update."""
+
+    session_id: str = ""
+    tokens: Tokens = field(default_factory=Tokens)
+    cost: float = 0.0
+
+    def apply(self, ctx: WriteContext) -> None:
+        query = "SELECT data FROM session WHERE id = ?"
+        row = ctx.conn.execute(query, (self.session_id,)).fetchone()
+        if row is None:  # deleted meanwhile
+            return
+        session = Session.model_validate_json(row[0])
+        total = (session.tokens or Tokens()).plus(self.tokens).model_copy(update={"total": None})
+        spent = session.model_copy(
+            update={"tokens": total, "cost": (session.cost or 0) + self.cost}
+        )
+        ctx.conn.execute(
+            "UPDATE session SET data = ? WHERE id = ?", (spent.wire_json(), self.session_id)
+        )
+        ctx.log(SessionUpdated(SessionInfo(session_id=self.session_id, info=spent)))
 
 
 @dataclass

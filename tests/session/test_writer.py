@@ -70,9 +70,11 @@ async def test_a_part_whole_at_once_is_written_once_and_the_message_ends_with_it
         ("part", "text"),
         ("part", "step-finish"),
         ("message", "info"),
+        ("spend", "info"),  # the session's totals grow by the message's usage
     ]
-    info = store.writes[-1][1]
+    info = store.writes[-2][1]
     assert info.tokens.total == 5 and info.cost == 0.5 and info.time.completed is not None
+    assert store.writes[-1][1] == (2, 0.5)
 
 
 async def test_text_rows_are_rewritten_on_the_geometric_schedule() -> None:

@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Dialog, Page, Route, expect
 
-from tests.web.actions import card, send, wait_idle
+from tests.web.actions import assistant_text, card, send, wait_idle
 
 
 async def test_sessions_are_created_renamed_searched_and_deleted(page: Page) -> None:
@@ -220,6 +221,30 @@ async def test_fork_and_rewind_from_a_part_of_an_answer(page: Page) -> None:
     await expect(page.locator(".session-row")).to_have_count(3)
     await expect(card(page, "bash")).to_have_attribute("data-state", "completed")
     await expect(page.locator(".message-assistant .part-text")).to_have_count(0)
+
+
+async def test_a_budget_ask_pauses_the_run_and_the_header_shows_the_spend(
+    page: Page, base_url: str
+) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        made = await http.post("/session", json={"title": "on a budget", "budget": {"tokens": 1}})
+        sid = made.json()["id"]
+    await page.goto(f"/#/session/{sid}")
+    await expect(page.get_by_test_id("session-title")).to_have_text("on a budget")
+    await send(page, "bash echo budget")
+    ask = page.get_by_role("group", name="Budget reached")
+    await expect(ask).to_contain_text("of 1 tokens spent")
+    await expect(page.get_by_test_id("budget")).to_contain_text("of 1 tokens")
+    await ask.get_by_role("button", name="Continue (another budget)").click()
+    await wait_idle(page)  # the step it allowed ran: the answer ends the run
+    await expect(assistant_text(page)).to_contain_text("budget")
+    await expect(page.get_by_test_id("budget")).to_contain_text("of 2 tokens")
+    await expect(ask).to_have_count(0)
+    await send(page, "hello again")  # spent is past 2 already: asked before the first step
+    await ask.get_by_role("button", name="No limit").click()
+    await wait_idle(page)
+    await expect(assistant_text(page)).to_contain_text("hello again")
+    await expect(page.get_by_test_id("budget")).to_have_count(0)
 
 
 async def test_a_mention_sent_before_the_project_root_is_known_waits_for_it(

@@ -477,3 +477,40 @@ async def _first_after(url: str, last_id: str, session_id: str, out: list[tuple[
         except httpx.TransportError:
             await asyncio.sleep(0.1)
     raise AssertionError("never resumed")
+
+
+async def test_a_budget_counts_what_every_server_spent(
+    project: Path, tmp_path: Path, shared: dict[str, str]
+) -> None:
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(_instance(project, tmp_path / "a", shared))
+        b = await stack.enter_async_context(_instance(project, tmp_path / "b", shared))
+        async with httpx.AsyncClient(timeout=60) as http:
+            made = await http.post(f"{a}/session", json={"budget": {"tokens": 1}})
+            sid = made.json()["id"]
+            hello = {"parts": [{"type": "text", "text": "hello"}]}
+            assert (await http.post(f"{a}/session/{sid}/message", json=hello)).is_success
+            spent = (await http.get(f"{b}/session/{sid}")).json()["tokens"]
+            assert spent["output"] > 0  # a's answer, in the store b reads
+            # through b: what a's answer spent is past the budget, so b asks before its step
+            again = {"parts": [{"type": "text", "text": "again"}]}
+            assert (await http.post(f"{b}/session/{sid}/prompt_async", json=again)).is_success
+            asks: list[dict[str, object]] = []
+            for _ in range(100):  # the ask, as seen on the other server too
+                asks = [
+                    p for p in (await http.get(f"{a}/permission")).json() if p["sessionID"] == sid
+                ]
+                if asks:
+                    break
+                await asyncio.sleep(0.1)
+            assert [p["permission"] for p in asks] == ["budget"]
+            reply = await http.post(
+                f"{a}/permission/{asks[0]['id']}/reply", json={"reply": "reject"}
+            )
+            assert reply.is_success, reply.text
+            for _ in range(100):
+                if (await http.get(f"{b}/session/status")).json() == {}:
+                    break
+                await asyncio.sleep(0.1)
+            messages = (await http.get(f"{b}/session/{sid}/message")).json()
+    assert [m["info"]["role"] for m in messages] == ["user", "assistant", "user"]

@@ -77,6 +77,9 @@ async def test_a_recorded_message_is_stored_and_published_like_our_own(runtime: 
         "step-finish",
     ]  # fmt: skip
     assert runtime.status.get(session_id).type == "idle"
+    spent = await runtime.store.get_session(session_id)  # an external loop's spend counts too
+    assert spent.tokens is not None and spent.tokens.input == 230 and spent.tokens.output == 25
+    assert spent.cost == pytest.approx(0.03)
 
     # a client that knows nothing of the recorder rebuilds the same message from the events
     state = ClientState()

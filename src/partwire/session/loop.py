@@ -418,14 +418,14 @@ class SessionLoop:
             if user is None or run.aborted or run.blocked:
                 break
             request = pending_compaction(history)
+            if request is None and _answered(history, user):
+                break
+            if not await self.budgets.allow_step(session_id, history, self.settings.budget):
+                run.blocked = True  # the user stopped it at its budget (a summary is a step)
+                break
             if request is not None:
                 last = await self._compact(session_id, run, request, history)
                 continue
-            if _answered(history, user):
-                break
-            if not await self.budgets.allow_step(session_id, history, self.settings.budget):
-                run.blocked = True  # the user stopped it at its budget
-                break
             last = await self._step(session_id, run, user, history)
             if _overflowed(last) and not run.compacted_for_overflow and not run.aborted:
                 # the provider refused the request as too long: summarize, then go on

@@ -118,6 +118,14 @@ class ForkInput(WireModel):
     cut: Literal["after", "before"] | None = None
 
 
+class ReplayInput(WireModel):
+    """Body of POST /session/{id}/replay (partwire's): the model to replay the session's
+    prompts with, and whether tool calls are answered from the recording or run."""
+
+    model: ModelRef
+    tools: Literal["recorded", "live"] = "recorded"
+
+
 class SessionTimeUpdate(WireModel):
     archived: float | None = None
 

@@ -60,6 +60,7 @@ from partwire.session.prompt import (
     store_synthetic_text,
     store_user_message,
 )
+from partwire.session.replay import recorded_lookup, recording_for
 from partwire.session.revert import Reverts, cleanup_revert
 from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
@@ -564,11 +565,15 @@ class SessionLoop:
 
         from partwire.session.processor import Processor  # with the first prompt: a lean start
 
+        lookup = enabled_lookup(_disabled_tools(user))
+        recording = await recording_for(self.store, await self.store.get_session(session_id))
+        if recording is not None:  # a replay: the recording answers the calls it holds
+            lookup = recorded_lookup(lookup, recording)
         processor = Processor(
             self.store,
             message,
             model,
-            enabled_lookup(_disabled_tools(user)),
+            lookup,
             make_context,
             _recent_calls(history),
             set_status,

@@ -12,6 +12,7 @@ from partwire.schema.export import SessionExport
 from partwire.schema.input import (
     ForkInput,
     PromptInput,
+    ReplayInput,
     RevertInput,
     SessionCreateInput,
     SessionUpdateInput,
@@ -200,6 +201,16 @@ async def fork(
     _, project = await session_project(request, sessionID)
     forked = await project.sessions.fork(sessionID, body.message_id, body.part_id, body.cut)
     return wire(forked)
+
+
+@router.post("/{sessionID}/replay", response_model=Session, operation_id="session.replay")
+async def replay(request: Request, sessionID: str, body: ReplayInput) -> Response:
+    """partwire's own route: a new session that replays this one's prompts with another
+    model (``metadata.replayOf`` names the recording); its answers stream as any run's."""
+    from partwire.session.replay import start_replay
+
+    session = await start_replay(_runtime(request), sessionID, body.model, body.tools)
+    return wire(session)
 
 
 @router.get("/{sessionID}/diff", response_model=list[SnapshotFileDiff], operation_id="session.diff")

@@ -164,6 +164,36 @@ def _add_session_commands(commands: Commands, shared: _Shared) -> None:
     )
 
 
+def _add_replay_and_eval(commands: Commands, shared: _Shared) -> None:
+    parents = [shared.logs, shared.project, shared.attach]
+    formats = ("table", "json", "markdown")
+    replay = commands.add_parser(
+        "replay",
+        parents=parents,
+        help="replay a session's prompts with another model, then compare the two",
+    )
+    replay.add_argument("session", metavar="ID", help="the recorded session")
+    replay.add_argument("-m", "--model", required=True, metavar="PROVIDER/MODEL")
+    replay.add_argument(
+        "--tools",
+        choices=("recorded", "live"),
+        default="recorded",
+        help="recorded: answer matching calls from the recording (default); "
+        "live: run them in a scratch git worktree",
+    )
+    replay.add_argument("--format", choices=formats, default="table")
+    evaluate = commands.add_parser(
+        "eval",
+        parents=parents,
+        help="compare two sessions prompt by prompt, or replay a tagged set with a model",
+    )
+    evaluate.add_argument("sessions", nargs="*", metavar="ID", help="two sessions: A B")
+    evaluate.add_argument("--tag", help="replay every session with this tag (metadata.tags)")
+    evaluate.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="with --tag")
+    evaluate.add_argument("--tools", choices=("recorded", "live"), default="recorded")
+    evaluate.add_argument("--format", choices=formats, default="table")
+
+
 def _add_ingest(commands: Commands, shared: _Shared) -> None:
     ingest = commands.add_parser(
         "ingest",
@@ -234,6 +264,7 @@ def _parser() -> argparse.ArgumentParser:
         _add_run,
         _add_session_commands,
         _add_ingest,
+        _add_replay_and_eval,
         _add_acp,
         _add_models_and_db,
     ):
@@ -332,6 +363,29 @@ def _fork(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     return asyncio.run(fork_session(settings, args.attach, args.session, args.at, args.before))
 
 
+def _replay(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.evaluate import replay_session
+
+    return asyncio.run(
+        replay_session(settings, args.attach, args.session, args.model, args.tools, args.format)
+    )
+
+
+def _eval(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    from partwire.cli.evaluate import eval_sessions, eval_tagged
+
+    if args.tag is not None:
+        if args.sessions or not args.model:
+            raise BadRequestError("--tag replays a set with a model: give --model, no IDs")
+        return asyncio.run(
+            eval_tagged(settings, args.attach, args.tag, args.model, args.tools, args.format)
+        )
+    if len(args.sessions) != 2 or args.model:
+        raise BadRequestError("eval compares two sessions: partwire eval A B (or --tag T -m M)")
+    a_id, b_id = args.sessions
+    return asyncio.run(eval_sessions(settings, args.attach, a_id, b_id, args.format))
+
+
 def _models(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     from partwire.cli.models import print_models
 
@@ -375,6 +429,8 @@ COMMANDS = {
     "import": _import,
     "parts": _parts,
     "fork": _fork,
+    "replay": _replay,
+    "eval": _eval,
     "models": _models,
     "run": _run,
     "ingest": _ingest,

@@ -335,6 +335,16 @@ class PartwireClient:
             await self._request("POST", f"/session/{session_id}/unrevert")
         )
 
+    async def replay(
+        self, session_id: str, model: str, tools: Literal["recorded", "live"] = "recorded"
+    ) -> Session:
+        """A new session replaying this one's prompts with ``model`` ("provider/model");
+        its answers stream as any run's (``metadata.replayOf`` says what it replays)."""
+        provider_id, model_id = parse_model_ref(model)
+        body = {"model": {"providerID": provider_id, "modelID": model_id}, "tools": tools}
+        raw = await self._request("POST", f"/session/{session_id}/replay", body)
+        return Session.model_validate(raw)
+
     async def summarize(self, session_id: str, model: str) -> bool:
         provider_id, model_id = parse_model_ref(model)
         body = {"providerID": provider_id, "modelID": model_id}

@@ -134,6 +134,8 @@ PARTWIRE_ONLY = {
     ("post", "/session/{sessionID}/editor"),  # tests/server/test_editor.py
     ("delete", "/session/{sessionID}/editor"),  # tests/server/test_editor.py
     ("post", "/editor/{requestID}/reply"),  # tests/server/test_editor.py
+    ("post", "/session/{sessionID}/replay"),  # tests/server/test_replay_session.py
+    ("get", "/session/{sessionID}/compare"),  # tests/server/test_replay_session.py
 }
 
 _NAMES = {

@@ -160,3 +160,23 @@ async def test_a_session_an_external_loop_recorded_replays(
         await asyncio.sleep(0.05)
     tool = next(p for m in messages for p in m.parts if p.type == "tool")
     assert tool.state.status == "completed" and tool.state.output == "README.md\nsrc"  # type: ignore[union-attr]
+
+
+async def test_compare_route_reports_a_replay_against_its_recording(
+    http: httpx.AsyncClient, model: ScriptedModel
+) -> None:
+    source = await _recorded(http, model)
+    model.enqueue(tool_reply("bash", OTHER, call_id="c2"), text_reply("counted"), text_reply("ok"))
+    body = {"model": {"providerID": "scripted", "modelID": "scripted"}}
+    replay = (await http.post(f"/session/{source}/replay", json=body)).json()["id"]
+    await _replayed(http, replay, 2)
+    report = (await http.get(f"/session/{source}/compare", params={"other": replay})).json()
+    assert report["a"] == source and report["b"] == replay
+    first, second = report["turns"]
+    assert first["similarity"] == 1.0 and len(first["diverging"]) == 2
+    assert first["b"]["errors"] == 1  # the call the recording had no answer for
+    assert second["diverging"] == [] and report["totals"]["prompts"] == 2
+    missing = await http.get(f"/session/{source}/compare", params={"other": "ses_nope"})
+    assert missing.status_code == 404
+    unnamed = await http.get(f"/session/{source}/compare")
+    assert unnamed.status_code == 400

@@ -1,6 +1,7 @@
 // Typed calls to the partwire HTTP API (same origin; Basic auth, if any, is the browser's).
 import type {
   Agent,
+  Comparison,
   MessageWithParts,
   ModelRef,
   PermissionRequest,
@@ -91,6 +92,8 @@ export const api = {
   revert: (id: string, messageID: string, partID?: string) =>
     json<Session>("POST", `/session/${id}/revert`, partID ? { messageID, partID } : { messageID }),
   unrevert: (id: string) => json<Session>("POST", `/session/${id}/unrevert`),
+  /** Session ``a`` against ``b``, prompt by prompt (as `partwire eval a b --format json`). */
+  compare: (a: string, b: string) => json<Comparison>("GET", `/session/${a}/compare?other=${encodeURIComponent(b)}`),
   todos: (id: string) => json<Todo[]>("GET", `/session/${id}/todo`),
   async messages(id: string, limit?: number): Promise<{ messages: MessageWithParts[]; lastEventID: string | null }> {
     const query = limit ? `?limit=${limit}` : "";

@@ -2,6 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ActivityBar } from "./activity";
 import { api, type PromptPart } from "./api";
+import { CompareView, compareFromHash, originOf } from "./compare";
 import { Conversation } from "./conversation";
 import { FirstRun } from "./firstrun";
 import { loadSession } from "./loader";
@@ -119,6 +120,17 @@ function useCurrentSession(onNavigate: () => void): string | null {
   return current;
 }
 
+/** The two sessions ``#/compare/A/B`` names, following the hash. */
+function useComparing(): [string, string] | null {
+  const [pair, setPair] = useState(compareFromHash());
+  useEffect(() => {
+    const onHash = () => setPair(compareFromHash());
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+  return pair;
+}
+
 /** Send to the open session, or to a new one when none is open. */
 async function sendPrompt(current: string | null, parts: PromptPart[], model: ModelRef | undefined, agent: string | undefined): Promise<void> {
   try {
@@ -160,6 +172,7 @@ function BudgetMeter({ session }: { session: Session }) {
 function TopBar({ current, onMenu }: { current: string | null; onMenu: () => void }) {
   const session = current ? store.sessions.get(current) : undefined;
   const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
+  const origin = originOf(session);
   return (
     <header class="topbar">
       <button type="button" class="icon-btn menu-btn" aria-label="Sessions" onClick={onMenu}>
@@ -172,6 +185,11 @@ function TopBar({ current, onMenu }: { current: string | null; onMenu: () => voi
           </a>
         )}
         <span data-testid="session-title">{session?.title ?? (current ? "…" : "New session")}</span>
+        {current && origin && (
+          <a class="compare-link" href={`#/compare/${origin}/${current}`}>
+            Compare with the original
+          </a>
+        )}
       </div>
       {session && <BudgetMeter session={session} />}
       {current && <ActivityBar key={current} sessionID={current} />}
@@ -200,6 +218,7 @@ export function App() {
   useStore("sessions", "status", "reload", "error");
   const [menu, setMenu] = useState(false);
   const current = useCurrentSession(() => setMenu(false));
+  const comparing = useComparing();
   const setError = (message: string) => store.reportError(message);
   const status = current ? store.status.get(current) : undefined;
   const busy = status !== undefined && status.type !== "idle";
@@ -226,7 +245,9 @@ export function App() {
             {store.error} <span class="dismiss">×</span>
           </div>
         )}
-        {current ? (
+        {comparing ? (
+          <CompareView a={comparing[0]} b={comparing[1]} />
+        ) : current ? (
           <Conversation key={current} sessionID={current} empty={<FirstRun onPick={pick} />} />
         ) : (
           <div class="conversation">
@@ -235,7 +256,7 @@ export function App() {
         )}
         {current && <TodoPanel sessionID={current} />}
         {current && <LooseAsks sessionID={current} />}
-        <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />
+        {!comparing && <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />}
       </main>
       <div class="scrim" onClick={() => setMenu(false)} />
     </div>

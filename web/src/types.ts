@@ -9,7 +9,11 @@ export interface Session {
   revert?: { messageID: string; partID?: string };
   cost?: number;
   tokens?: Tokens;
-  metadata?: { budget?: Budget; forkedFrom?: { sessionID: string; messageID?: string; partID?: string } };
+  metadata?: {
+    budget?: Budget;
+    forkedFrom?: { sessionID: string; messageID?: string; partID?: string };
+    replayOf?: { sessionID: string; model: string; tools: string; prompts: number };
+  };
 }
 
 /** What a session may spend (partwire's): the limit is each amount times (1 + granted). */
@@ -200,4 +204,32 @@ export interface Agent {
 export interface ModelRef {
   providerID: string;
   modelID: string;
+}
+
+/** One prompt and what answered it, in a comparison. */
+export interface Turn {
+  prompt: string;
+  text: string;
+  calls: string[];
+  errors: number;
+  tokens: number;
+  cost: number;
+  first_output_ms: number | null;
+  total_ms: number | null;
+}
+
+export interface TurnDiff {
+  index: number;
+  prompt: string;
+  similarity: number;
+  diverging: string[];
+  a: Turn | null;
+  b: Turn | null;
+}
+
+export interface Comparison {
+  a: string;
+  b: string;
+  turns: TurnDiff[];
+  totals: { prompts: number; similarity: number; diverging: number } & Record<string, number>;
 }

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from partwire.schema.base import WireModel
 from partwire.schema.export import SessionExport
@@ -211,6 +212,21 @@ async def replay(request: Request, sessionID: str, body: ReplayInput) -> Respons
 
     session = await start_replay(_runtime(request), sessionID, body.model, body.tools)
     return wire(session)
+
+
+@router.get("/{sessionID}/compare", operation_id="session.compare")
+async def compare_sessions(request: Request, sessionID: str, other: str) -> Response:
+    """partwire's own route: this session (A) and ``other`` (B) prompt by prompt, as
+    ``partwire eval A B --format json`` prints them (session/evaluation.py)."""
+    from partwire.session.evaluation import as_json, compare
+
+    store = _runtime(request).store
+    a, b = await store.list_messages(sessionID), await store.list_messages(other)
+    if not a:
+        await store.get_session(sessionID)  # a 404 for a session that does not exist
+    if not b:
+        await store.get_session(other)
+    return JSONResponse(as_json(sessionID, other, compare(a, b)))
 
 
 @router.get("/{sessionID}/diff", response_model=list[SnapshotFileDiff], operation_id="session.diff")

@@ -122,7 +122,7 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/ingest.py --deltas 500 --paced-ms 5
 	$(BIN)/python bench/ingest.py --deltas 2000 --delta-chars 2048 --prefix-kb 20 20480 --args-deltas 100 1000
 	$(BIN)/python bench/recorder.py
-	$(BIN)/python bench/fork.py
+	$(BIN)/python bench/timetravel.py
 
 wheel: $(STAMP) ui ## Build the wheel into dist/ (it carries the built web UI)
 	$(BIN)/pip wheel --no-deps -w dist .

@@ -271,11 +271,14 @@ async def test_mentions_bench_prints_its_table() -> None:
     assert all(float(row.split()[-1]) > 0 for row in rows)
 
 
-async def test_fork_bench_prints_its_three_forks() -> None:
-    out = await run_bench("fork.py", "--messages", "60", "--repeat", "1")
+async def test_timetravel_bench_prints_its_forks_and_a_replay() -> None:
+    out = await run_bench("timetravel.py", "--messages", "60", "--prompts", "3", "--repeat", "1")
     lines = out.splitlines()
     assert lines[0].startswith("fork: a session of 60 messages")
-    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[2:5]]
     assert [row[0] for row in rows] == ["whole", "at a part halfway", "before the last tool call"]
     assert int(rows[0][1]) == 60 and int(rows[1][1]) == 31
     assert all(float(row[2]) > 0 and float(row[3]) >= 0 for row in rows)
+    assert lines[6] == "replay: 3 prompts, demo model, recorded tools"
+    replay = re.split(r"\s{2,}", lines[8].strip())
+    assert replay[:2] == ["recorded tools", "3"] and float(replay[2]) > 0

@@ -1,12 +1,15 @@
-"""Fork benchmark: the server's time to fork a long session, whole and at a part.
+"""Time-travel benchmark: the server's time to fork a long session and to replay one.
 
-    python bench/fork.py [--messages 2000] [--repeat 3]
+    python bench/timetravel.py [--messages 2000] [--prompts 20] [--repeat 3]
 
 A session of ``--messages`` messages is made from one real exchange of the demo model
 (a prompt, a bash call with its output, an answer), repeated. Then, in process, the
-session is forked whole, at a part halfway (after it) and just before its last tool call.
-Each row is the best of ``--repeat`` runs: wall time and the process's CPU time (every
-thread, the SQLite writer's too), from reading the history to the fork's commit.
+session is forked whole, at a part halfway (after it) and just before its last tool call:
+wall time and the process's CPU time (every thread, the SQLite writer's too), from
+reading the history to the fork's commit. Then a session of ``--prompts`` such
+exchanges is replayed with the demo model and recorded tools (every call answered from
+the recording): the time from the replay's start to its last answer, and per prompt.
+Each row is the best of ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from partwire.runtime import Runtime  # noqa: E402
 from partwire.schema.export import SessionExport  # noqa: E402
 from partwire.schema.input import PromptInput, SessionCreateInput  # noqa: E402
 from partwire.schema.message import AssistantMessage, MessageWithParts  # noqa: E402
+from partwire.schema.part import ModelRef  # noqa: E402
 from partwire.session.forking import Cut  # noqa: E402
+from partwire.session.replay import start_replay  # noqa: E402
 
 
 def _repeated(
@@ -75,9 +80,23 @@ async def _timed_fork(
     return wall * 1000, cpu * 1000, copied
 
 
+async def _timed_replay(runtime: Runtime, session_id: str, prompts: int) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    demo = ModelRef(providerID="demo", modelID="demo")
+    replay = await start_replay(runtime, session_id, demo, "recorded")
+    while True:
+        messages = await runtime.store.list_messages(replay.id)
+        asked = sum(1 for m in messages if m.info.role == "user")
+        if asked == prompts and not runtime.loop.is_busy(replay.id):
+            break
+        await asyncio.sleep(0.001)
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="partwire-fork-") as state:
@@ -104,6 +123,15 @@ async def main() -> None:
                 ]
                 wall, cpu, copied = min(runs)
                 print(f"{name:<26} {copied:>8,} {wall:>8.0f} {cpu:>7.0f}")
+            recorded = await _long_session(runtime, args.prompts * 3)
+            replays = [
+                await _timed_replay(runtime, recorded, args.prompts) for _ in range(args.repeat)
+            ]
+            wall, cpu = min(replays)
+            print(f"\nreplay: {args.prompts} prompts, demo model, recorded tools")
+            print(f"{'replay':<26} {'prompts':>8} {'wall ms':>8} {'CPU ms':>7} {'ms/prompt':>9}")
+            each = wall / args.prompts
+            print(f"{'recorded tools':<26} {args.prompts:>8} {wall:>8.0f} {cpu:>7.0f} {each:>9.1f}")
         finally:
             await runtime.stop()
 

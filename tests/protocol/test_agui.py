@@ -21,6 +21,7 @@ from partwire.protocol.agui import AguiView, agui_messages
 from partwire.protocol.aisdk import UIChunks
 from partwire.providers.demo_prompts import DEMO_TODOS
 from partwire.runtime import Runtime
+from partwire.schema.session import Budget
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
 from tests.protocol.sse import read_sse
@@ -153,6 +154,22 @@ async def test_always_allows_the_rest_and_reject_denies(server: str) -> None:
     # the rule "always" added covers the same command next time: no interrupt at all
     later = await run_node("agui.mjs", "run", server, "t-ok", "bash echo one", "plan")
     assert later["rounds"] == 1 and later["interrupts"] == []
+
+
+@needs_node
+async def test_a_budget_ask_is_an_interrupt_with_no_tool_call(settings: Settings) -> None:
+    budgeted = replace(settings, budget=Budget(tokens=1))
+    async with serve_in_background(budgeted) as url:
+        result = await run_node("agui.mjs", "run", url, "t-budget", "bash echo spent", "build")
+    assert result["rounds"] == 2  # paused before the answer's step, then allowed once
+    (interrupt,) = result["interrupts"]
+    assert interrupt["reason"] == "permission" and "toolCallId" not in interrupt
+    assert interrupt["metadata"]["permission"] == "budget"
+    assert interrupt["message"].startswith("budget: ") and interrupt["message"].endswith(
+        "of 1 tokens spent"
+    )
+    answer = next(m for m in result["messages"][::-1] if m["role"] == "assistant")
+    assert "spent" in answer["content"]
 
 
 @needs_node

@@ -19,10 +19,13 @@ from partwire.config import Settings
 from partwire.protocol.aisdk import UIChunks
 from partwire.protocol.uimessages import ui_messages
 from partwire.runtime import Runtime
+from partwire.schema.input import PromptInput
+from partwire.schema.session import Budget
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
 from tests.protocol.sse import Message, read_sse
 from tests.protocol.test_partframes import recorded_session
+from tests.session.helpers import new_session
 
 
 @pytest.fixture
@@ -276,3 +279,35 @@ async def test_unknown_chats_are_404_or_have_nothing_streaming(server: str) -> N
         await http.post("/ui/chat", json=chat_body("known", "hello"))
         response = await http.get("/ui/chat/known/stream", headers=cursor)
         assert response.status_code == 400 and "cannot resume" in response.text
+
+
+async def test_a_budget_ask_is_data_permission_and_holds_only_an_ag_ui_run(
+    settings: Settings,
+) -> None:
+    runtime = Runtime.build(replace(settings, budget=Budget(tokens=1)))
+    await runtime.start()
+    try:
+        session_id = await new_session(runtime)
+        subscription = runtime.bus.subscribe("permission.asked", session_id=session_id)
+        run = asyncio.create_task(runtime.loop.prompt(session_id, demo_prompt("bash echo x")))
+        event = await asyncio.wait_for(subscription.get(), 10)
+        subscription.close()
+        assert event is not None and event.properties.permission == "budget"  # type: ignore[attr-defined]
+        log = [e for e in await runtime.store.events_after(None) if e.session_id == session_id]
+        ai_sdk, ag_ui = UIChunks(session_id), UIChunks(session_id, loose_asks_wait=True)
+        chunks = [c for e in log for c in ai_sdk.chunks(e)]
+        for e in log:
+            ag_ui.chunks(e)
+        permission = [c for c in chunks if c["type"] == "data-permission"]
+        assert [c["data"]["permission"] for c in permission] == ["budget"]
+        assert permission[0]["transient"] is True
+        assert not ai_sdk.waiting and ai_sdk.pending_approvals() == []  # the stream goes on
+        assert ag_ui.waiting and ag_ui.pending_approvals() == [event.properties.id]  # type: ignore[attr-defined]
+        await runtime.permissions.reply(event.properties.id, "reject")  # type: ignore[attr-defined]
+        await asyncio.wait_for(run, 10)
+    finally:
+        await runtime.stop()
+
+
+def demo_prompt(text: str) -> PromptInput:
+    return PromptInput.model_validate({"parts": [{"type": "text", "text": text}]})

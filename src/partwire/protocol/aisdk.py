@@ -20,7 +20,8 @@ Mapping, part by part:
 - a file → ``file``;
 - partwire's own parts (agent, subtask, retry, snapshot, patch, compaction) →
   ``data-<type>`` with the part as ``data``; and, as transient data (``onData``, not
-  kept in the message): a permission ask on no known call → ``data-permission``, a
+  kept in the message): a permission ask on no known call → ``data-permission`` (for AG-UI,
+  one on no call at all, a budget, holds the turn as an approval does), a
   question and its answer → ``data-question``, the todo list → ``data-todo``.
 
 ``UIChunks`` is pure: feed it one session's events in log order. It only speaks for
@@ -131,13 +132,17 @@ class _Turn:
     finish: str | None = None
     aborted: str | None = None
     done: bool = False
+    loose: list[str] = field(default_factory=list)  # asks on no call (a budget), unanswered
 
 
 class UIChunks:
     """One session's events → UI message chunks."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, loose_asks_wait: bool = False) -> None:
         self.session_id = session_id
+        # an ask on no call (a budget) ends the response as an approval does (AG-UI's
+        # interrupts); else it is data-permission and the response goes on (the AI SDK)
+        self.loose_asks_wait = loose_asks_wait
         self.turn: _Turn | None = None
         # after an event that began a new turn while one was open: the open one's parent
         # and how many of the chunks made (its end) belong to it
@@ -155,13 +160,15 @@ class UIChunks:
         if turn is None or turn.done:
             return False
         calls = [turn.tools[c] for c in turn.step_calls]
-        return any(t.approval for t in calls) and all(t.ended or t.approval for t in calls)
+        asked = (self.loose_asks_wait and bool(turn.loose)) or any(t.approval for t in calls)
+        return asked and all(t.ended or t.approval for t in calls)
 
     def pending_approvals(self) -> list[str]:
         turn = self.turn
         if turn is None:
             return []
-        return [t.approval for t in turn.tools.values() if t.approval is not None]
+        tied = [t.approval for t in turn.tools.values() if t.approval is not None]
+        return [*tied, *turn.loose] if self.loose_asks_wait else tied
 
     # ---- events → chunks ---------------------------------------------------------------
 
@@ -323,6 +330,8 @@ class UIChunks:
         if turn is None or turn.done:
             return []
         if tool is None or tool.ended:
+            if request.tool is None:  # the run waits between steps for it (a budget)
+                turn.loose.append(request.id)
             return [_transient("permission", request.id, request.wire())]
         tool.approval = request.id
         self._calls[request.id] = request.tool.call_id if request.tool else ""
@@ -337,6 +346,8 @@ class UIChunks:
     def _replied(self, props: PermissionRepliedProps) -> list[Chunk]:
         call_id = self._calls.pop(props.request_id, None)
         turn = self.turn
+        if turn is not None and props.request_id in turn.loose:
+            turn.loose.remove(props.request_id)
         if call_id is None or turn is None or turn.done:
             return []
         tool = turn.tools[call_id]

@@ -64,6 +64,11 @@ class View(Protocol[Item]):
         """The protocol's own response headers."""
         ...
 
+    @property
+    def loose_asks_wait(self) -> bool:
+        """Whether an ask on no tool call (a budget) ends a response as an approval does."""
+        ...
+
 
 async def session_for(runtime: Runtime, external_id: str) -> Session | None:
     """The session an AI SDK chat id or AG-UI thread id names: a session id, or an id
@@ -107,7 +112,7 @@ class TurnStream(Generic[Item]):
     """Which turn one response follows, and its items so far."""
 
     def __init__(self, session_id: str, view: View[Item]) -> None:
-        self.source = UIChunks(session_id)
+        self.source = UIChunks(session_id, loose_asks_wait=view.loose_asks_wait)
         self.view = view
         self.follow: str | None = None  # the user message the turn answers
         self.done = False
@@ -243,7 +248,9 @@ class _Pieces:
         return joined
 
 
-async def after_last_wait(history: History, asks: set[str]) -> str | None:
+async def after_last_wait(
+    history: History, asks: set[str], *, loose_asks_wait: bool = False
+) -> str | None:
     """The id of the event where the response that asked ``asks`` stopped: the first point
     after the last of those asks at which the turn waited (None: the end)."""
     asked: str | None = None
@@ -252,7 +259,7 @@ async def after_last_wait(history: History, asks: set[str]) -> str | None:
             asked = event.id
     if asked is None:
         raise BadRequestError("none of the answered asks was made in this session")
-    probe = UIChunks(history.session_id)
+    probe = UIChunks(history.session_id, loose_asks_wait=loose_asks_wait)
     async for event in history:
         probe.chunks(event)
         if event.id >= asked and probe.waiting:

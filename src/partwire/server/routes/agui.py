@@ -184,7 +184,7 @@ async def run(request: Request) -> Response:
             await answer_permissions(runtime, session.id, replies)
             head = await runtime.store.last_event_id()
             past = History(runtime, session.id, head)
-            start = await after_last_wait(past, {r[0] for r in replies})
+            start = await after_last_wait(past, {r[0] for r in replies}, loose_asks_wait=True)
             opening = resume_at(stream, past, start)
         elif prompt is not None:
             await enqueue_prompt(runtime.project_of(session), session, prompt, created=created)

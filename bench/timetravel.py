@@ -26,13 +26,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from partwire import ids  # noqa: E402
 from partwire.config import load_settings  # noqa: E402
+from partwire.replays import start_replay  # noqa: E402
 from partwire.runtime import Runtime  # noqa: E402
 from partwire.schema.export import SessionExport  # noqa: E402
 from partwire.schema.input import PromptInput, SessionCreateInput  # noqa: E402
 from partwire.schema.message import AssistantMessage, MessageWithParts  # noqa: E402
 from partwire.schema.part import ModelRef  # noqa: E402
 from partwire.session.forking import Cut  # noqa: E402
-from partwire.session.replay import start_replay  # noqa: E402
 
 
 def _repeated(

@@ -213,4 +213,24 @@ def test_a_projects_budget_can_lower_the_users_never_raise_it(
         _write(root / "partwire.json", {"budget": project})
     settings = load_settings(project_dir=root, env={"PARTWIRE_CONFIG_DIR": str(tmp_path / "cfg")})
     assert settings.budget is not None
-    assert (settings.budget.tokens, settings.budget.cost) == expected
+    assert (settings.budget.get("tokens"), settings.budget.get("cost")) == expected
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ({"tokens": 0}, "budget.tokens in partwire.json: a whole number greater than 0"),
+        ({"tokens": 1.5}, "budget.tokens in partwire.json: a whole number greater than 0"),
+        ({"cost": "2"}, "budget.cost in partwire.json: a number greater than 0"),
+        ({"hours": 1}, "budget.hours in partwire.json: not a budget field"),
+        ([1], "budget in partwire.json: an object"),
+    ],
+)
+def test_a_budget_that_is_not_positive_numbers_is_refused(
+    tmp_path: Path, budget: object, message: str
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    _write(root / "partwire.json", {"budget": budget})
+    with pytest.raises(PartwireError, match=message.replace("(", r"\(")):
+        load_settings(project_dir=root, env={"PARTWIRE_CONFIG_DIR": str(tmp_path / "cfg")})

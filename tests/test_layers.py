@@ -18,7 +18,7 @@ LAYERS = {
     "workspace": 2, "file_index": 2, "skills": 2, "commands": 2, "editor": 2, "quotas": 2,
     "terminals": 2, "tuicontrol": 2, "config_watch": 2,
     "session": 3, "worktrees": 3,
-    "runtime": 4,
+    "runtime": 4, "replays": 4,
     "server": 5, "protocol": 5, "client": 5,
     "cli": 6, "__main__": 6,
     "__init__": 7,  # the package root re-exports the public names: nothing imports it

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import ValidationError
 
 from partwire import keys
 from partwire.config_providers import APIS as APIS
@@ -33,7 +32,6 @@ from partwire.config_providers import Api as Api
 from partwire.config_providers import ModelConfig as ModelConfig
 from partwire.config_providers import ProviderConfig as ProviderConfig
 from partwire.errors import ConfigError
-from partwire.schema.session import Budget
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +75,9 @@ class Settings:
     database_url: str | None = field(default=None, repr=False)
     # PARTWIRE_REDIS_URL: events reach the other servers on the database through Redis
     redis_url: str | None = field(default=None, repr=False)
-    # what each session may spend unless it has a budget of its own (``budget``)
-    budget: Budget | None = None
+    # what each session may spend unless it has a budget of its own (``budget``:
+    # tokens and/or cost, checked here, read as session.budget's Budget)
+    budget: dict[str, float] | None = None
 
     def reload(self) -> Settings:
         """The settings as the files and environment say now (after a PATCH /config)."""
@@ -138,25 +137,35 @@ def _redis_url(env: dict[str, str], database_url: str | None) -> str | None:
     return raw
 
 
-def _budget(user: dict[str, Any], project: dict[str, Any]) -> Budget | None:
+BUDGET_KEYS = ("tokens", "cost")
+
+
+def _budget_of(raw: object) -> dict[str, float]:
+    """One layer's ``budget``: positive ``tokens`` (a whole number) and ``cost``."""
+    if not isinstance(raw, dict):
+        raise ConfigError("budget in partwire.json: an object with tokens and/or cost")
+    for key, value in raw.items():
+        if key not in BUDGET_KEYS:
+            raise ConfigError(f"budget.{key} in partwire.json: not a budget field (tokens, cost)")
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        number = whole or isinstance(value, float)
+        if not number or value <= 0 or (key == "tokens" and not whole):
+            kind = "a whole number" if key == "tokens" else "a number"
+            raise ConfigError(f"budget.{key} in partwire.json: {kind} greater than 0")
+    return dict(raw)
+
+
+def _budget(user: dict[str, Any], project: dict[str, Any]) -> dict[str, float] | None:
     """``budget`` of the user's partwire.json and the project's, the stricter of each
     limit: a cloned project may lower what a session spends, never raise it."""
-    found: list[Budget] = []
-    for layer in (user, project):
-        raw = layer.get("budget")
-        if raw is None:
-            continue
-        try:
-            found.append(Budget.model_validate(raw))
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(p) for p in ("budget", *problem["loc"]))
-            raise ConfigError(f"{where} in partwire.json: {problem['msg']}") from None
+    found = [_budget_of(layer["budget"]) for layer in (user, project) if "budget" in layer]
     if not found:
         return None
-    tokens = [b.tokens for b in found if b.tokens is not None]
-    costs = [b.cost for b in found if b.cost is not None]
-    return Budget(tokens=min(tokens, default=None), cost=min(costs, default=None))
+    return {
+        key: min(b[key] for b in found if key in b)
+        for key in BUDGET_KEYS
+        if any(key in b for b in found)
+    }
 
 
 def _float_env(env: dict[str, str], name: str, default: float) -> float:

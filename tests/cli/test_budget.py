@@ -29,5 +29,5 @@ async def test_a_bad_budget_in_partwire_json_is_one_line(settings: Settings) -> 
     (settings.project_dir / "partwire.json").write_text(json.dumps({"budget": {"cost": -2}}))
     code, out, err = await _run(settings, "run", "hello")
     assert code == 1 and out == ""
-    assert "budget.cost in partwire.json: Input should be greater than 0" in err
+    assert "budget.cost in partwire.json: a number greater than 0" in err
     assert "Traceback" not in err

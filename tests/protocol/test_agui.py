@@ -21,7 +21,6 @@ from partwire.protocol.agui import AguiView, agui_messages
 from partwire.protocol.aisdk import UIChunks
 from partwire.providers.demo_prompts import DEMO_TODOS
 from partwire.runtime import Runtime
-from partwire.schema.session import Budget
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
 from tests.protocol.sse import read_sse
@@ -158,7 +157,7 @@ async def test_always_allows_the_rest_and_reject_denies(server: str) -> None:
 
 @needs_node
 async def test_a_budget_ask_is_an_interrupt_with_no_tool_call(settings: Settings) -> None:
-    budgeted = replace(settings, budget=Budget(tokens=1))
+    budgeted = replace(settings, budget={"tokens": 1})
     async with serve_in_background(budgeted) as url:
         result = await run_node("agui.mjs", "run", url, "t-budget", "bash echo spent", "build")
     assert result["rounds"] == 2  # paused before the answer's step, then allowed once

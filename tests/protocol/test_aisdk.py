@@ -20,7 +20,6 @@ from partwire.protocol.aisdk import UIChunks
 from partwire.protocol.uimessages import ui_messages
 from partwire.runtime import Runtime
 from partwire.schema.input import PromptInput
-from partwire.schema.session import Budget
 from partwire.server.runner import serve_in_background
 from tests.protocol.node_clients import needs_node, run_node
 from tests.protocol.sse import Message, read_sse
@@ -284,7 +283,7 @@ async def test_unknown_chats_are_404_or_have_nothing_streaming(server: str) -> N
 async def test_a_budget_ask_is_data_permission_and_holds_only_an_ag_ui_run(
     settings: Settings,
 ) -> None:
-    runtime = Runtime.build(replace(settings, budget=Budget(tokens=1)))
+    runtime = Runtime.build(replace(settings, budget={"tokens": 1}))
     await runtime.start()
     try:
         session_id = await new_session(runtime)

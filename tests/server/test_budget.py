@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from partwire.config import Settings
-from partwire.schema.session import Budget
 from partwire.server.runner import serve_in_background
 from tests.reference import validate
 from tests.scripted import ScriptedModel, text_reply, tool_reply
@@ -146,7 +145,7 @@ async def test_cost_counts_and_an_abort_while_asking_ends_the_run(
 @pytest.fixture
 async def budgeted(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """A server whose project gives every session a budget of 40 tokens."""
-    async with serve_in_background(replace(settings, budget=Budget(tokens=40))) as url:
+    async with serve_in_background(replace(settings, budget={"tokens": 40})) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             yield client
 

@@ -14,10 +14,11 @@ import httpx
 import pytest
 
 from partwire.config import Settings
+from partwire.replays import start_replay
 from partwire.runtime import Runtime
 from partwire.schema.part import ModelRef
 from partwire.server.runner import serve_in_background
-from partwire.session.replay import NOT_RECORDED, start_replay
+from partwire.session.replay import NOT_RECORDED
 from tests.reference import validate
 from tests.scripted import ScriptedModel, text_reply, tool_reply
 from tests.server.test_permission import SCRIPTED

@@ -83,12 +83,13 @@ class Budgets:
         self.permissions = permissions
 
     async def allow_step(
-        self, session_id: str, history: list[MessageWithParts], project: Budget | None
+        self, session_id: str, history: list[MessageWithParts], project: dict[str, float] | None
     ) -> bool:
         """True when the next step may run: within budget, or the user allowed more.
-        Asks (and waits) when the step would pass the budget; False when refused."""
+        Asks (and waits) when the step would pass the budget; False when refused.
+        ``project`` is the project's budget (Settings.budget)."""
         session = await self.store.get_session(session_id)
-        budget = budget_of(session, project)
+        budget = budget_of(session, Budget.model_validate(project) if project else None)
         passed = overrun(budget, session, history) if budget is not None else None
         if budget is None or passed is None:
             return True

@@ -1,7 +1,8 @@
-"""Replay a recorded session against another model, as a regression test.
+"""Replay a recorded session against another model, as a regression test: what a
+replay session's loop needs (partwire/replays.py starts one).
 
-``start_replay`` makes a new session linked to the recorded one (``metadata.replayOf``)
-and sends it each user prompt of the recording in turn, with the other model. With
+A replay is a new session linked to the recorded one (``metadata.replayOf``) that is
+sent each user prompt of the recording in turn, with the other model. With
 ``tools="recorded"`` the model's tool calls are answered from the recording where they
 match one (the same tool with the same arguments, each recorded call once, in order);
 a call the recording does not hold is answered with an error the model sees, and no
@@ -11,27 +12,23 @@ project (never in the user's files). Sessions recorded through ingest replay ali
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from partwire.errors import BadRequestError, ToolError
-from partwire.schema.input import PromptInput, SessionCreateInput
+from partwire.errors import ToolError
+from partwire.schema.input import PromptInput
 from partwire.schema.message import MessageWithParts, UserMessage
-from partwire.schema.part import CompactionPart, FilePart, ModelRef, TextPart, ToolPart
+from partwire.schema.part import CompactionPart, FilePart, TextPart, ToolPart
 from partwire.schema.session import Session
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from partwire.runtime import Runtime
     from partwire.storage.base import Store
 
-log = logging.getLogger(__name__)
 
 ToolsMode = Literal["recorded", "live"]
 NOT_RECORDED = (
@@ -39,7 +36,6 @@ NOT_RECORDED = (
     "call with these arguments: nothing was run. Recorded calls with other arguments "
     "cannot be answered."
 )
-_running: set[asyncio.Task[None]] = set()
 ToolLookup = Callable[[str], Tool[Any] | None]
 
 
@@ -148,45 +144,3 @@ def prompts_of(history: list[MessageWithParts]) -> list[tuple[UserMessage, Promp
         if parts:
             prompts.append((info, PromptInput.model_validate({"parts": parts})))
     return prompts
-
-
-async def start_replay(
-    runtime: Runtime, source_id: str, model: ModelRef, tools: ToolsMode
-) -> Session:
-    """Make the replay session and start sending it the recording's prompts (in the
-    background: follow its events, or wait with ``wait_replayed``)."""
-    from partwire import worktrees
-    from partwire.providers.registry import resolve_model
-
-    source = await runtime.store.get_session(source_id)
-    prompts = prompts_of(await runtime.store.list_messages(source_id))
-    if not prompts:
-        raise BadRequestError(f"session {source_id} has no prompt to replay", field="sessionID")
-    project = runtime.project_of(source)
-    resolve_model(model.provider_id, model.model_id, project.settings)  # a 400 if unknown
-    if tools == "live":
-        scratch = await asyncio.to_thread(
-            worktrees.create, project.settings.project_dir, runtime.settings.data_dir, None
-        )
-        project = runtime.project(scratch.directory)
-    name = f"{model.provider_id}/{model.model_id}"
-    origin = {"sessionID": source_id, "model": name, "tools": tools, "prompts": len(prompts)}
-    session = await project.sessions.create(
-        SessionCreateInput(title=f"{source.title} (replay: {name})", metadata={"replayOf": origin})
-    )
-    task = asyncio.create_task(_send_all(project.loop, session.id, prompts, model))
-    _running.add(task)
-    task.add_done_callback(_running.discard)
-    return session
-
-
-async def _send_all(
-    loop: Any, session_id: str, prompts: list[tuple[UserMessage, PromptInput]], model: ModelRef
-) -> None:
-    for recorded, body in prompts:
-        sent = body.model_copy(update={"model": model, "agent": recorded.agent})
-        try:
-            await loop.prompt(session_id, sent)
-        except Exception:  # deleted meanwhile, a store failure: the replay ends here
-            log.exception("replay %s: a prompt failed; the replay stops", session_id)
-            return

@@ -208,7 +208,7 @@ async def fork(
 async def replay(request: Request, sessionID: str, body: ReplayInput) -> Response:
     """partwire's own route: a new session that replays this one's prompts with another
     model (``metadata.replayOf`` names the recording); its answers stream as any run's."""
-    from partwire.session.replay import start_replay
+    from partwire.replays import start_replay
 
     session = await start_replay(_runtime(request), sessionID, body.model, body.tools)
     return wire(session)

@@ -16,7 +16,7 @@ from partwire.config import Settings
 from partwire.protocol.acp import AcpUpdates, plan_of, stored_updates
 from partwire.providers.demo_prompts import DEMO_TODOS
 from partwire.runtime import Runtime
-from partwire.schema.message import AssistantMessage
+from partwire.schema.message import AssistantMessage, MessageWithParts
 from partwire.schema.part import TextPart, ToolPart
 from partwire.schema.permission import Todo
 from tests.protocol.node_clients import needs_node, run_node
@@ -88,19 +88,28 @@ async def test_live_updates_and_the_replay_agree_with_the_store(
     assert any(u["sessionUpdate"] == "agent_thought_chunk" for u in live)
 
 
-@needs_node
-async def test_the_sdk_client_loads_a_recorded_session(
-    settings: Settings, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _recorded_for_acp(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, list[MessageWithParts]]:
+    """A recorded session in ``settings``' data dir, then the runtime stopped (the data
+    dir is free for `partwire acp`, which the environment now points at)."""
     runtime = Runtime.build(settings)
     await runtime.start()
     try:
         session_id = await recorded_session(runtime)
         stored = await runtime.store.list_messages(session_id)
     finally:
-        await runtime.stop()  # the data dir is free for `partwire acp`
+        await runtime.stop()
     monkeypatch.setenv("PARTWIRE_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("PARTWIRE_CONFIG_DIR", str(settings.data_dir.parent / "config"))
+    return session_id, stored
+
+
+@needs_node
+async def test_the_sdk_client_loads_a_recorded_session(
+    settings: Settings, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id, stored = await _recorded_for_acp(settings, monkeypatch)
     seen = await run_node(
         "acp.mjs", "load", str(project), session_id, "--", *ACP, "--project", str(project)
     )
@@ -117,20 +126,12 @@ async def test_the_sdk_client_loads_a_recorded_session(
     }  # fmt: skip
 
 
-@pytest.mark.usefixtures("settings")
+@needs_node
 async def test_session_fork_at_a_part_then_load_replays_the_fork(
     settings: Settings, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runtime = Runtime.build(settings)
-    await runtime.start()
-    try:
-        session_id = await recorded_session(runtime)
-        stored = await runtime.store.list_messages(session_id)
-    finally:
-        await runtime.stop()
+    session_id, stored = await _recorded_for_acp(settings, monkeypatch)
     tool = next(p for m in stored for p in m.parts if isinstance(p, ToolPart))
-    monkeypatch.setenv("PARTWIRE_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("PARTWIRE_CONFIG_DIR", str(settings.data_dir.parent / "config"))
     command = ["--", *ACP, "--project", str(project)]
     seen = await run_node("acp.mjs", "fork", str(project), session_id, tool.id, *command)
     capabilities = seen["init"]["agentCapabilities"]["sessionCapabilities"]

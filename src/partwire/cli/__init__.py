@@ -173,7 +173,9 @@ def _add_replay_and_eval(commands: Commands, shared: _Shared) -> None:
         help="replay a session's prompts with another model, then compare the two",
     )
     replay.add_argument("session", metavar="ID", help="the recorded session")
-    replay.add_argument("-m", "--model", required=True, metavar="PROVIDER/MODEL")
+    replay.add_argument(
+        "-m", "--model", required=True, metavar="PROVIDER/MODEL", help="the model to replay with"
+    )
     replay.add_argument(
         "--tools",
         choices=("recorded", "live"),
@@ -181,7 +183,9 @@ def _add_replay_and_eval(commands: Commands, shared: _Shared) -> None:
         help="recorded: answer matching calls from the recording (default); "
         "live: run them in a scratch git worktree",
     )
-    replay.add_argument("--format", choices=formats, default="table")
+    replay.add_argument(
+        "--format", choices=formats, default="table", help="the comparison: table, json, markdown"
+    )
     evaluate = commands.add_parser(
         "eval",
         parents=parents,
@@ -190,8 +194,15 @@ def _add_replay_and_eval(commands: Commands, shared: _Shared) -> None:
     evaluate.add_argument("sessions", nargs="*", metavar="ID", help="two sessions: A B")
     evaluate.add_argument("--tag", help="replay every session with this tag (metadata.tags)")
     evaluate.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="with --tag")
-    evaluate.add_argument("--tools", choices=("recorded", "live"), default="recorded")
-    evaluate.add_argument("--format", choices=formats, default="table")
+    evaluate.add_argument(
+        "--tools",
+        choices=("recorded", "live"),
+        default="recorded",
+        help="with --tag: how the replays answer tool calls (as partwire replay)",
+    )
+    evaluate.add_argument(
+        "--format", choices=formats, default="table", help="table (default), json or markdown"
+    )
 
 
 def _add_ingest(commands: Commands, shared: _Shared) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from partwire.runtime import Runtime
 from partwire.schema.message import AssistantMessage
 from partwire.schema.part import TextPart
-from partwire.storage.writer import Write
+from partwire.storage.writes import Write
 from tests.scripted import ScriptedModel, text_reply
 from tests.session.helpers import new_session, prompt_body
 

@@ -11,7 +11,8 @@ import pytest
 
 from partwire import ids
 from partwire.schema.event import Event, MessagePartDelta, PartDeltaProps
-from partwire.storage.writer import DeltaAppend, Write, WriteContext, Writer
+from partwire.storage.writer import Writer
+from partwire.storage.writes import DeltaAppend, Write, WriteContext
 
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4, 5, 63, 64, 65, 150])

@@ -35,7 +35,8 @@ from partwire.storage.pg_notify import CHANNEL, COMMANDS, NotifyTail
 from partwire.storage.recovery import open_lifecycle, recover_into
 from partwire.storage.redis_log import Appender, Keys, Reader
 from partwire.storage.sqlite import SqliteStore
-from partwire.storage.writer import IdTakenError, Write, WriteContext, Writer
+from partwire.storage.writer import Writer
+from partwire.storage.writes import IdTakenError, Write, WriteContext
 
 if TYPE_CHECKING:
     pass

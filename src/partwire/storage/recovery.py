@@ -41,7 +41,7 @@ from partwire.schema.session import StatusIdle
 from partwire.storage.connection import Conn
 from partwire.storage.migrations import LIFECYCLE
 from partwire.storage.reading import materialize
-from partwire.storage.writer import Write, WriteContext
+from partwire.storage.writes import Write, WriteContext
 
 
 def _closed_parts(open_parts: list[Part], now: int) -> dict[str, Part]:

@@ -44,7 +44,8 @@ from partwire.storage.health import (
 from partwire.storage.migrations import LATEST_VERSION, migrate
 from partwire.storage.reading import load_messages
 from partwire.storage.recovery import SessionRecovery, recover
-from partwire.storage.writer import (
+from partwire.storage.writer import Writer
+from partwire.storage.writes import (
     DeltaAppend,
     HistoryPut,
     IdTakenError,
@@ -57,7 +58,6 @@ from partwire.storage.writer import (
     SpendAdd,
     TodoPut,
     Write,
-    Writer,
 )
 
 T = TypeVar("T")

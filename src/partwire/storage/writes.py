@@ -1,0 +1,271 @@
+"""The writes the writer applies, one transaction a batch: each says which rows it
+touches and logs the events that tell of it (storage/writer.py runs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from dataclasses import dataclass, field
+
+from partwire import ids
+from partwire.schema.base import Tokens
+from partwire.schema.event import (
+    Draft,
+    Event,
+    MessagePartDelta,
+    PartDeltaProps,
+    SessionInfo,
+    SessionUpdated,
+)
+from partwire.schema.message import Message, MessageWithParts
+from partwire.schema.part import Part
+from partwire.schema.session import Session
+from partwire.storage.connection import Conn
+
+# Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
+# one step, and Python's sqlite3 lets go of the GIL at every step: a row at a time, a
+# batch of 100 deltas handed the GIL to the loop's thread and back 100 times. A few fixed
+# sizes keep the statements in sqlite3's cache.
+_ROW_CHUNKS = (64, 16, 4, 1)
+_INSERT = {
+    n: "INSERT INTO event_log (seq, type, payload) VALUES " + ",".join(["(?,?,?)"] * n)
+    for n in _ROW_CHUNKS
+}
+
+
+class WriteContext:
+    """What a write sees inside the writer's transaction."""
+
+    def __init__(self, conn: Conn, epoch: int, last_seq: int) -> None:
+        self.conn = conn
+        self.epoch = epoch
+        self.last_seq = last_seq  # the newest logged event's sequence number (0: none)
+        self.events: list[Event] = []
+        self.rows: list[object] = []  # (seq, type, payload) flattened, not yet inserted
+
+    def log(self, draft: Draft) -> None:
+        """Log the event as its type and its properties' JSON: its id is its sequence
+        number's (ids.logged_event_id). A delta's row is then small enough that five share
+        a 1 KiB page, so a paced stream's commit mostly rewrites one page. The row is
+        inserted by ``insert_rows``, before the transaction commits."""
+        seq = self.last_seq + 1
+        event = draft.with_id(ids.logged_event_id(self.epoch, seq))
+        self.rows += (seq, event.type, event.properties_json)
+        self.last_seq = seq
+        self.events.append(event)
+
+    def insert_rows(self) -> None:
+        rows, start = self.rows, 0
+        self.rows = []
+        for size in _ROW_CHUNKS:
+            width = size * 3
+            while len(rows) - start >= width:
+                self.conn.execute(_INSERT[size], rows[start : start + width])
+                start += width
+
+
+@dataclass
+class Write:
+    """One queued write; subclasses say which rows it touches."""
+
+    events: list[Draft] = field(default_factory=list)
+    future: asyncio.Future[None] | None = None
+
+    def apply(self, ctx: WriteContext) -> None:
+        self.apply_rows(ctx)
+        for draft in self.events:
+            ctx.log(draft)
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        return None
+
+
+def _stored_spend(conn: Conn, session: Session) -> Session:
+    """``session`` with the spend its stored row holds: ``SpendAdd`` alone changes it,
+    so a session read before an answer completed never writes an older total back."""
+    row = conn.execute("SELECT data FROM session WHERE id = ?", (session.id,)).fetchone()
+    if row is None:
+        return session
+    stored = Session.model_validate_json(row[0])
+    return session.model_copy(update={"cost": stored.cost, "tokens": stored.tokens})
+
+
+def _about(draft: Draft, session: Session) -> Draft:
+    """``draft``, telling of ``session`` as it is written, when it is about that session."""
+    props = draft.properties
+    if isinstance(props, SessionInfo) and props.info.id == session.id:
+        return Draft(draft.type, SessionInfo(session_id=session.id, info=session))
+    return draft
+
+
+@dataclass
+class SessionPut(Write):
+    session: Session | None = None
+    new: bool = False  # claim the id: fail (IdTakenError) if a session holds it already
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.session is not None
+        if not self.new:
+            self.session = _stored_spend(ctx.conn, self.session)
+            self.events = [_about(draft, self.session) for draft in self.events]
+        on_conflict = (
+            "DO NOTHING"
+            if self.new
+            else "DO UPDATE SET parent_id = excluded.parent_id, data = excluded.data"
+        )
+        changed = ctx.conn.execute(
+            "INSERT INTO session (id, parent_id, data) VALUES (?,?,?) "
+            f"ON CONFLICT (id) {on_conflict}",
+            (self.session.id, self.session.parent_id, self.session.wire_json()),
+        ).rowcount
+        if self.new and changed == 0:
+            raise IdTakenError(f"session id {self.session.id} is taken")
+
+
+@dataclass
+class SpendAdd(Write):
+    """An answer's usage added to its session's totals, read and written in the one
+    transaction, and told as the session's update."""
+
+    session_id: str = ""
+    tokens: Tokens = field(default_factory=Tokens)
+    cost: float = 0.0
+
+    def apply(self, ctx: WriteContext) -> None:
+        query = "SELECT data FROM session WHERE id = ?"
+        row = ctx.conn.execute(query, (self.session_id,)).fetchone()
+        if row is None:  # deleted meanwhile
+            return
+        session = Session.model_validate_json(row[0])
+        total = (session.tokens or Tokens()).plus(self.tokens).model_copy(update={"total": None})
+        spent = session.model_copy(
+            update={"tokens": total, "cost": (session.cost or 0) + self.cost}
+        )
+        ctx.conn.execute(
+            "UPDATE session SET data = ? WHERE id = ?", (spent.wire_json(), self.session_id)
+        )
+        ctx.log(SessionUpdated(SessionInfo(session_id=self.session_id, info=spent)))
+
+
+@dataclass
+class SessionDelete(Write):
+    session_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        for table in ("todo", "prompt_no_reply"):
+            ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
+        for table in ("part", "message"):
+            ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
+        ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))
+
+
+class IdTakenError(sqlite3.IntegrityError):
+    """A row id is already used by another session's message (or another message's part)."""
+
+    def __init__(self, message: str, field: str = "", identifier: str = "") -> None:
+        super().__init__(message)
+        self.field = field  # the wire field that named the id: messageID, partID
+        self.identifier = identifier
+
+
+@dataclass
+class MessagePut(Write):
+    """Insert a message at the end of history, or update it in place (it keeps its seq)."""
+
+    message: Message | None = None
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.message is not None
+        changed = ctx.conn.execute(
+            "INSERT INTO message (id, session_id, data, seq) "
+            "VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM message)) "
+            "ON CONFLICT (id) DO UPDATE SET data = excluded.data "
+            "WHERE message.session_id = excluded.session_id",
+            (self.message.id, self.message.session_id, self.message.wire_json()),
+        ).rowcount
+        if changed == 0:
+            raise IdTakenError(
+                f"message id {self.message.id} belongs to another session",
+                "messageID",
+                self.message.id,
+            )
+
+
+@dataclass
+class PartPut(Write):
+    part: Part | None = None
+    streaming: bool = False
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.part is not None
+        delta_seq = ctx.last_seq if self.streaming else None
+        changed = ctx.conn.execute(
+            "INSERT INTO part (id, message_id, session_id, data, delta_seq, seq) "
+            "VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM part)) "
+            "ON CONFLICT (id) DO UPDATE SET data = excluded.data, delta_seq = excluded.delta_seq "
+            "WHERE part.message_id = excluded.message_id",
+            (
+                self.part.id,
+                self.part.message_id,
+                self.part.session_id,
+                self.part.wire_json(),
+                delta_seq,
+            ),
+        ).rowcount
+        if changed == 0:
+            raise IdTakenError(
+                f"part id {self.part.id} belongs to another message", "partID", self.part.id
+            )
+
+
+@dataclass
+class HistoryPut(Write):
+    """Whole messages with their parts, appended in order in one transaction (a fork, an
+    import): one commit however long the history."""
+
+    messages: list[MessageWithParts] = field(default_factory=list)
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        for entry in self.messages:
+            MessagePut(message=entry.info).apply_rows(ctx)
+            for part in entry.parts:
+                PartPut(part=part).apply_rows(ctx)
+
+
+@dataclass
+class MessageDelete(Write):
+    message_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute("DELETE FROM part WHERE message_id = ?", (self.message_id,))
+        ctx.conn.execute("DELETE FROM message WHERE id = ?", (self.message_id,))
+
+
+@dataclass
+class PartDelete(Write):
+    part_id: str = ""
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute("DELETE FROM part WHERE id = ?", (self.part_id,))
+
+
+@dataclass
+class TodoPut(Write):
+    session_id: str = ""
+    todos_json: str = "[]"
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        ctx.conn.execute(
+            "INSERT INTO todo (session_id, data) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET data = excluded.data",
+            (self.session_id, self.todos_json),
+        )
+
+
+@dataclass
+class DeltaAppend(Write):
+    delta: PartDeltaProps | None = None
+
+    def apply(self, ctx: WriteContext) -> None:
+        assert self.delta is not None
+        ctx.log(MessagePartDelta(self.delta))

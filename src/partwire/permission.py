@@ -274,7 +274,7 @@ class Permissions:
             raise NotFoundError("Permission request", request_id)
         request = pending.request
         await self._settle(pending, reply, message)
-        if reply == "always":
+        if reply == "always" and request.always:  # a budget's "always" adds no rule
             await self._remember(request)
             await self._release_now_allowed(request.session_id)
         if reply == "reject":

@@ -231,3 +231,19 @@ async def test_spend_adds_up_in_the_store_and_a_stale_session_never_undoes_it(
     assert told is not None and told.type == "session.updated"
     assert isinstance(told.properties, SessionInfo) and told.properties.info == stored
     await store.add_spend("ses_gone", usage, 1.0)  # a deleted session's answer: nothing
+
+
+async def test_a_stale_session_write_never_undoes_its_budget(store: SqliteStore) -> None:
+    first = _session().model_copy(update={"metadata": {"budget": {"tokens": 40}, "team": "a"}})
+    await store.create_session(first, [SessionCreated(SessionInfo(sessionID="ses_1", info=first))])
+    stale = await store.get_session("ses_1")
+    granted = stale.model_copy(update={"metadata": {"budget": {"tokens": 40, "granted": 1}}})
+    await store.put_session(granted, [], sets_budget=True)
+    renamed = stale.model_copy(update={"title": "renamed", "metadata": {"team": "b"}})
+    await store.put_session(renamed, [])
+    stored = await store.get_session("ses_1")
+    assert stored.title == "renamed"
+    assert stored.metadata == {"team": "b", "budget": {"tokens": 40, "granted": 1}}
+    dropped = stored.model_copy(update={"metadata": {"team": "b"}})
+    await store.put_session(dropped, [], sets_budget=True)
+    assert (await store.get_session("ses_1")).metadata == {"team": "b"}

@@ -118,5 +118,7 @@ class Budgets:
         metadata = {**(session.metadata or {}), "budget": budget.wire()}
         updated = session.model_copy(update={"metadata": metadata})
         await self.store.put_session(
-            updated, [SessionUpdated(SessionInfo(session_id=session_id, info=updated))]
+            updated,
+            [SessionUpdated(SessionInfo(session_id=session_id, info=updated))],
+            sets_budget=True,
         )

@@ -293,7 +293,9 @@ class Sessions:
         update["time"] = session.time.model_copy(update=stamp)
         updated = session.model_copy(update=update)
         await self.store.put_session(
-            updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
+            updated,
+            [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))],
+            sets_budget="metadata" in update,
         )
         return updated
 

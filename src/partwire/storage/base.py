@@ -29,7 +29,14 @@ class Store(Protocol):
     async def open(self) -> None: ...
     async def close(self) -> None: ...
 
-    async def put_session(self, session: Session, events: list[Draft]) -> None: ...
+    async def put_session(
+        self, session: Session, events: list[Draft], *, sets_budget: bool = False
+    ) -> None:
+        """Write the session. Its spend (``tokens``, ``cost``) stays as stored, and so
+        does ``metadata.budget`` unless ``sets_budget``: only their own writes change
+        them, so a session read earlier never undoes them."""
+        ...
+
     async def create_session(self, session: Session, events: list[Draft]) -> None:
         """Store a new session; IdConflictError when its id is taken (checked and
         claimed in one statement, so two writers never both get it)."""

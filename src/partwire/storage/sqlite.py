@@ -222,8 +222,10 @@ class SqliteStore:
         if self._delivered % PRUNE_EVERY_BATCHES == 0:
             self._submit(_Prune(retain=self.retain_events))
 
-    async def put_session(self, session: Session, events: list[Draft]) -> None:
-        await self._submit(SessionPut(events=events, session=session))
+    async def put_session(
+        self, session: Session, events: list[Draft], *, sets_budget: bool = False
+    ) -> None:
+        await self._submit(SessionPut(events=events, session=session, sets_budget=sets_budget))
 
     async def create_session(self, session: Session, events: list[Draft]) -> None:
         try:

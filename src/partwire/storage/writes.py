@@ -80,14 +80,22 @@ class Write:
         return None
 
 
-def _stored_spend(conn: Conn, session: Session) -> Session:
-    """``session`` with the spend its stored row holds: ``SpendAdd`` alone changes it,
-    so a session read before an answer completed never writes an older total back."""
+def _with_owned(conn: Conn, session: Session, sets_budget: bool) -> Session:
+    """``session`` with what only dedicated writes change kept as its stored row holds
+    it: the spend (``SpendAdd``) and, unless this write sets it, ``metadata.budget``. A
+    session read before an answer completed, or before a budget ask was answered, never
+    writes an older total or budget back."""
     row = conn.execute("SELECT data FROM session WHERE id = ?", (session.id,)).fetchone()
     if row is None:
         return session
     stored = Session.model_validate_json(row[0])
-    return session.model_copy(update={"cost": stored.cost, "tokens": stored.tokens})
+    update: dict[str, object] = {"cost": stored.cost, "tokens": stored.tokens}
+    if not sets_budget:
+        metadata = {k: v for k, v in (session.metadata or {}).items() if k != "budget"}
+        if stored.metadata and "budget" in stored.metadata:
+            metadata["budget"] = stored.metadata["budget"]
+        update["metadata"] = metadata if metadata or session.metadata is not None else None
+    return session.model_copy(update=update)
 
 
 def _about(draft: Draft, session: Session) -> Draft:
@@ -102,11 +110,12 @@ def _about(draft: Draft, session: Session) -> Draft:
 class SessionPut(Write):
     session: Session | None = None
     new: bool = False  # claim the id: fail (IdTakenError) if a session holds it already
+    sets_budget: bool = False  # this write decides metadata.budget (else the row's stays)
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.session is not None
         if not self.new:
-            self.session = _stored_spend(ctx.conn, self.session)
+            self.session = _with_owned(ctx.conn, self.session, self.sets_budget)
             self.events = [_about(draft, self.session) for draft in self.events]
         on_conflict = (
             "DO NOTHING"

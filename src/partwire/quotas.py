@@ -20,6 +20,7 @@ class Quotas:
     def __init__(self) -> None:
         self._streams: dict[str, int] = defaultdict(int)
         self._created: dict[str, deque[float]] = defaultdict(deque)
+        self.transports: dict[str, int] = defaultdict(int)  # streams open, by transport
 
     def check_stream(self, client: str) -> None:
         """429 when ``client`` holds the most streams it may. Checked before the response
@@ -29,13 +30,15 @@ class Quotas:
                 f"{client} already has {MAX_STREAMS_PER_CLIENT} event streams open; close one first"
             )
 
-    def open_stream(self, client: str) -> None:
+    def open_stream(self, client: str, transport: str) -> None:
         self._streams[client] += 1
+        self.transports[transport] += 1
 
-    def close_stream(self, client: str) -> None:
+    def close_stream(self, client: str, transport: str) -> None:
         self._streams[client] -= 1
         if self._streams[client] <= 0:
             del self._streams[client]
+        self.transports[transport] -= 1
 
     def create_session(self, client: str) -> None:
         now = time.monotonic()

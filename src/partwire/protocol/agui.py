@@ -174,6 +174,10 @@ class AguiView:
         return ""
 
     @property
+    def transport(self) -> str:
+        return "agui"
+
+    @property
     def loose_asks_wait(self) -> bool:
         return True  # a budget ask is an interrupt too
 

@@ -25,6 +25,7 @@ from partwire.server.routes import (
     elsewhere,
     frames,
     ingest,
+    metrics,
     parts,
     permission,
     pty,
@@ -121,6 +122,7 @@ def create_app(settings: Settings) -> FastAPI:
         workspace,
         worktree,
         hub,
+        metrics,
     ):
         app.include_router(module.router)
     app.mount("/socket.io", clients.asgi())

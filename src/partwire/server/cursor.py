@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
+from partwire import metrics
 from partwire.bus import Subscription
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
@@ -120,12 +122,14 @@ async def resume_session(
 async def log_pages(store: Store, after: str) -> AsyncIterator[list[Event]]:
     """Every logged event after ``after``, as stored (unparsed: for framing), a page at a
     time (EventLogGap as the store's)."""
+    started = time.perf_counter()
     while True:
         page = await store.log_page(after, REPLAY_PAGE)
         if page:
             yield page
             after = page[-1].id
         if len(page) < REPLAY_PAGE:
+            metrics.count_replay(time.perf_counter() - started)
             return
 
 
@@ -154,14 +158,14 @@ async def live(
 
 
 @contextlib.contextmanager
-def counted(runtime: Runtime, client: str | None) -> Iterator[None]:
-    """A stream of ``client``'s, counted against its quota while it is open (the route
-    checked the quota before answering)."""
+def counted(runtime: Runtime, client: str | None, transport: str) -> Iterator[None]:
+    """A stream of ``client``'s on ``transport``, counted against its quota while it is
+    open (the route checked the quota before answering) and in GET /metrics."""
     if client is None:
         yield
         return
-    runtime.quotas.open_stream(client)
+    runtime.quotas.open_stream(client, transport)
     try:
         yield
     finally:
-        runtime.quotas.close_stream(client)
+        runtime.quotas.close_stream(client, transport)

@@ -257,7 +257,7 @@ class ClientHub:
 
     async def _follow(self, client: _Client, session_id: str, since: str | None) -> None:
         try:
-            with counted(self.runtime, client.address):
+            with counted(self.runtime, client.address, "hub"):
                 await follow(self.runtime, session_id, since, client.send)
         except (PartwireError, ConnectionError) as exc:
             log.info("hub: %s stopped: %s", session_id, exc)

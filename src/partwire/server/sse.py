@@ -150,7 +150,7 @@ async def stream_events(
     client: str | None = None,
 ) -> AsyncIterator[str]:
     try:
-        with counted(runtime, client):
+        with counted(runtime, client, "event"):
             async for text in _events(runtime, subscription, last_id, frame):
                 yield text
     finally:

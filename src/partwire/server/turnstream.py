@@ -65,6 +65,11 @@ class View(Protocol[Item]):
         ...
 
     @property
+    def transport(self) -> str:
+        """The protocol's name in GET /metrics (streams open, by transport)."""
+        ...
+
+    @property
     def loose_asks_wait(self) -> bool:
         """Whether an ask on no tool call (a budget) ends a response as an approval does."""
         ...
@@ -353,7 +358,7 @@ async def _respond(
     client: str,
 ) -> AsyncIterator[str]:
     try:
-        with counted(runtime, client):
+        with counted(runtime, client, stream.view.transport):
             async for text in opening:
                 if text:
                     yield text

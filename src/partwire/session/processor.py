@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from partwire import metrics
 from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.clock import now_ms
 from partwire.errors import BuilderError, ProviderError, StorageError
@@ -135,6 +136,7 @@ class Processor:
         except StorageError as exc:
             return await self._finish_unstored(exc)
         except ProviderError as exc:
+            _count_failure(self.message.provider_id, exc)
             log.warning("%s/%s failed: %s", *self._model_names(), exc.message)
             return await self._fail(message_error(exc))
         except Exception as exc:  # a bug or a provider that broke its contract
@@ -175,6 +177,7 @@ class Processor:
 
     async def _retry(self, attempt: int, exc: ProviderError) -> None:
         """Show the failure (a retry part, status retry), wait, then go back to busy."""
+        _count_failure(self.message.provider_id, exc)
         await self._stop_tools()
         delay = retry_delay(attempt, exc.retry_after_s)
         limit = UNREACHABLE_RETRIES if exc.kind == "unreachable" else MAX_RETRIES
@@ -345,3 +348,8 @@ def retry_plan(attempt: int, limit: int, delay: float) -> dict[str, str]:
     strings): how many there are at most, and how long, at most, until the last one."""
     later = sum(retry_delay(n, None) for n in range(attempt + 1, limit + 1))
     return {"maxAttempts": str(limit), "retryingForS": str(round(delay + later))}
+
+
+def _count_failure(provider_id: str, exc: ProviderError) -> None:
+    """A failed model call, for GET /metrics: its provider, class and whether it is retried."""
+    metrics.count_provider_error(provider_id, exc.kind, exc.retryable)

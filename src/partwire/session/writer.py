@@ -17,6 +17,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from partwire import metrics
 from partwire.clock import now_ms
 from partwire.errors import StorageError
 from partwire.schema.base import Tokens
@@ -117,6 +118,19 @@ def completed_info(info: Message, built: BuiltMessage) -> Message:
 def _counted(tokens: Tokens) -> int:
     """Every token a budget counts: input, output, reasoning, cache reads and writes."""
     return tokens.input + tokens.output + tokens.reasoning + tokens.cache.read + tokens.cache.write
+
+
+def _count_usage(info: AssistantMessage, built: BuiltMessage) -> None:
+    """An answer's tokens (by kind) and cost, for GET /metrics."""
+    tokens = built.tokens
+    kinds = {
+        "input": tokens.input,
+        "output": tokens.output,
+        "reasoning": tokens.reasoning,
+        "cache_read": tokens.cache.read,
+        "cache_write": tokens.cache.write,
+    }
+    metrics.count_usage(info.provider_id, info.model_id, kinds, built.cost)
 
 
 def _completed_next(frames: list[Frame], position: int) -> bool:
@@ -230,4 +244,5 @@ class MessageWriter:
         self.info = completed_info(self.info, built)
         await save_message(self.store, self.info)
         if isinstance(self.info, AssistantMessage) and (built.cost or _counted(built.tokens)):
+            _count_usage(self.info, built)
             await self.store.add_spend(self.info.session_id, built.tokens, built.cost)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from partwire import metrics
 from partwire.schema.event import Event
 from partwire.storage.checkpoint import Checkpointer
 from partwire.storage.connection import Conn
@@ -235,6 +236,7 @@ class Writer:
         """Commit ``batch`` on the caller's thread: the loop's own (``here``) or the
         writer's."""
         ctx = WriteContext(conn, self.epoch, self.last_seq)
+        started = time.perf_counter()
         try:
             with conn:
                 self._apply(conn, ctx, batch)
@@ -251,6 +253,7 @@ class Writer:
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
             self._commit_one_by_one(conn, batch, here=here)
             return
+        _count(batch, time.perf_counter() - started)
         self._finish(ctx, batch, [], here=here)
 
     def _commit_one_by_one(self, conn: Conn, batch: list[Write], *, here: bool) -> None:
@@ -294,6 +297,12 @@ class Writer:
         call(self._deliver if here else self._deliver_from_thread, batch, ctx.events)
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)
+
+
+def _count(batch: list[Write], seconds: float) -> None:
+    """A commit, for GET /metrics: its time, its size and the deltas it made durable."""
+    deltas = sum(1 for write in batch if type(write) is DeltaAppend)
+    metrics.count_commit(len(batch), deltas, seconds)
 
 
 def _call_now(callback: Callable[..., object], *args: object) -> None:

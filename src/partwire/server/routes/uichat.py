@@ -160,6 +160,10 @@ class UIStreamView:
         return "data: [DONE]\n\n"
 
     @property
+    def transport(self) -> str:
+        return "aisdk"
+
+    @property
     def loose_asks_wait(self) -> bool:
         return False  # a budget ask is data-permission; the stream goes on
 

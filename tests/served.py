@@ -22,7 +22,11 @@ def free_port() -> int:
 
 @contextmanager
 def partwire_serve(
-    project: Path, state: Path, delay_ms: int = 0, port: int | None = None
+    project: Path,
+    state: Path,
+    delay_ms: int = 0,
+    port: int | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Yield the base URL once the server answers; stop it on exit."""
     port = port or free_port()
@@ -31,6 +35,7 @@ def partwire_serve(
         "PARTWIRE_DATA_DIR": str(state / "data"),
         "PARTWIRE_CONFIG_DIR": str(state / "config"),
         "PARTWIRE_DEMO_DELAY_MS": str(delay_ms),
+        **(extra_env or {}),
     }
     command = [sys.executable, "-m", "partwire", "serve", "--port", str(port)]
     server = subprocess.Popen(

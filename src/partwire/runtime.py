@@ -45,6 +45,7 @@ from partwire.storage.base import Store
 from partwire.storage.sqlite import SqliteStore
 from partwire.terminals import Terminals
 from partwire.tools.registry import load_builtin_tools
+from partwire.tracing import Tracing, exporting_provider
 from partwire.tuicontrol import TuiControl
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class Runtime:
     tui: TuiControl = field(default_factory=TuiControl)
     _warming: asyncio.Future[None] | None = None
     ownership: Ownership = field(default_factory=Ownership)
+    tracing: Tracing | None = None  # OpenTelemetry spans, when OTEL_EXPORTER_OTLP_* is set
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -284,6 +286,7 @@ class Runtime:
         line, and the app's lifespan then finds it started."""
         if self.started:
             return
+        traces = exporting_provider(self.settings.source_env)  # a missing extra: refused first
         lock.acquire(self.settings.data_dir)
         try:
             await self.store.open()
@@ -293,6 +296,8 @@ class Runtime:
         self.started = True
         self._share_sessions()
         self.watch_config()
+        self.tracing = Tracing(self.bus, traces)
+        self.tracing.start()
         # Everything loaded so far lives as long as the process: keep it out of the
         # cyclic collector's scans, whose full passes otherwise show up as latency spikes.
         gc.freeze()
@@ -446,6 +451,8 @@ class Runtime:
         for task in tuple(self.background):
             task.cancel()
         await self.shutdown_sessions()
+        if self.tracing is not None:
+            await self.tracing.stop()
         for close in self.closers:
             await close()
         leases = self.ownership.leases

@@ -110,6 +110,7 @@ function useCurrentSession(onNavigate: () => void): string | null {
       onNavigate();
     };
     window.addEventListener("hashchange", onHash);
+    setCurrent(currentFromHash()); // a change between the first render and this effect
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
   useEffect(() => {
@@ -126,6 +127,7 @@ function useComparing(): [string, string] | null {
   useEffect(() => {
     const onHash = () => setPair(compareFromHash());
     window.addEventListener("hashchange", onHash);
+    onHash(); // a change between the first render and this effect
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
   return pair;

@@ -167,3 +167,23 @@ async def test_a_server_exports_its_runs_to_an_otlp_receiver(
                     break
                 await asyncio.sleep(0.05)
     assert {"invoke_agent build", "chat demo", "execute_tool bash"} <= set(names)
+
+
+async def test_a_sub_agents_run_is_a_child_of_its_task_call(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    task = {"description": "Count", "prompt": "count the lines", "subagent_type": "general"}
+    model.enqueue(
+        tool_reply("task", task, call_id="t1"),
+        text_reply("50 lines"),  # the sub-agent
+        text_reply("it says 50"),  # the parent, after the task's result
+    )
+    session_id = await new_session(runtime)
+    spans = await _traced(runtime, runtime.loop.prompt(session_id, prompt_body("delegate")))
+    call = _one(spans, "execute_tool task")
+    child = _one(spans, "invoke_agent general")
+    parent = _one(spans, "invoke_agent build")
+    assert call.context is not None and child.parent is not None
+    assert child.parent.span_id == call.context.span_id
+    assert parent.context is not None and child.context is not None
+    assert child.context.trace_id == parent.context.trace_id  # one trace for the whole run

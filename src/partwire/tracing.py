@@ -4,8 +4,9 @@ A fold of the bus's events, so external loops recorded through ingest are traced
 own loop is: a session's run (busy → idle) is an ``invoke_agent`` span, each assistant
 message a ``chat`` child span (one model call: its model, its usage, how it finished)
 and each tool call an ``execute_tool`` child span, from the call's start to its result.
-A span ends when its stream ends. With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set (and the
-``otel`` extra installed), ``start_tracing`` exports them over OTLP/HTTP.
+A sub-agent's run is a child of the task call that started it. A span ends when its
+stream ends. With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set (and the ``otel`` extra
+installed), ``exporting_provider`` exports them over OTLP/HTTP.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class SpanFold:
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
         self.runs: dict[str, _Run] = {}
+        # a sub-agent's session → the span of the task call that runs it: its run's span
+        # is that call's child, in the same trace
+        self.callers: dict[str, Span] = {}
 
     def feed(self, event: Event) -> None:
         props = event.properties
@@ -60,8 +64,12 @@ class SpanFold:
     def _run(self, session_id: str) -> _Run:
         run = self.runs.get(session_id)
         if run is None:
+            from opentelemetry import trace
+
+            caller = self.callers.pop(session_id, None)
             span = self.tracer.start_span(
                 "invoke_agent",
+                context=trace.set_span_in_context(caller) if caller is not None else None,
                 attributes={
                     "gen_ai.operation.name": "invoke_agent",
                     "gen_ai.conversation.id": session_id,
@@ -141,7 +149,11 @@ class SpanFold:
                     "gen_ai.conversation.id": part.session_id,
                 },
             )
+        child = (getattr(state, "metadata", None) or {}).get("sessionId")
+        if isinstance(child, str) and child not in self.runs:
+            self.callers[child] = span  # a task call: the sub-agent's run goes under it
         if isinstance(state, ToolStateCompleted | ToolStateError):
+            self.callers = {k: v for k, v in self.callers.items() if v is not span}
             if isinstance(state, ToolStateError):
                 _failed(span, "tool_error", state.error)
             span.end(end_time=state.time.end * _MS)

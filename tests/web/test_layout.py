@@ -247,6 +247,47 @@ async def test_a_budget_ask_pauses_the_run_and_the_header_shows_the_spend(
     await expect(page.get_by_test_id("budget")).to_have_count(0)
 
 
+# the page's event stream holds back whatever follows a session named "made elsewhere"
+DELAY_MADE_ELSEWHERE = """
+const realFetch = window.fetch;
+window.fetch = async (input, init) => {
+  const response = await realFetch(input, init);
+  if (String(input) !== "/event") return response;
+  const decoder = new TextDecoder();
+  const held = new TransformStream({
+    async transform(chunk, controller) {
+      if (decoder.decode(chunk, { stream: true }).includes("made elsewhere"))
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      controller.enqueue(chunk);
+    },
+  });
+  return new Response(response.body.pipeThrough(held), { headers: response.headers });
+};
+"""
+
+
+async def test_a_session_made_elsewhere_opens_before_its_event_arrives(
+    browser: Browser, base_url: str
+) -> None:
+    """Its link opens it at once, instead of reading as deleted while its event is on the
+    way (the page used to leave it for an empty one)."""
+    context = await browser.new_context(base_url=base_url, bypass_csp=True)
+    await context.add_init_script(DELAY_MADE_ELSEWHERE)
+    page = await context.new_page()
+    try:
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+            await http.post("/session", json={"title": "listed"})
+            await page.goto("/")
+            await expect(page.locator(".session-row")).to_have_count(1)  # the list is loaded
+            made = await http.post("/session", json={"title": "made elsewhere"})
+        await page.goto(f"/#/session/{made.json()['id']}")
+        await expect(page.get_by_test_id("session-title")).to_have_text("made elsewhere")
+        await page.goto("/#/session/ses_gone0000000000000000000000")  # no such session
+        await expect(page.get_by_test_id("session-title")).to_have_text("New session")
+    finally:
+        await context.close()
+
+
 async def test_a_mention_sent_before_the_project_root_is_known_waits_for_it(
     browser: Browser, base_url: str, web_project: Path
 ) -> None:

@@ -81,6 +81,7 @@ export interface PromptPart {
 
 export const api = {
   sessions: () => json<Session[]>("GET", "/session"),
+  session: (id: string) => json<Session>("GET", `/session/${id}`),
   statuses: () => json<Record<string, SessionStatus>>("GET", "/session/status"),
   createSession: (title?: string) => json<Session>("POST", "/session", title ? { title } : {}),
   renameSession: (id: string, title: string) => json<Session>("PATCH", `/session/${id}`, { title }),

@@ -1,7 +1,7 @@
 // The layout: session list, the open conversation with its status, the prompt box.
 import { useEffect, useState } from "preact/hooks";
 import { ActivityBar } from "./activity";
-import { api, type PromptPart } from "./api";
+import { api, type ApiError, type PromptPart } from "./api";
 import { CompareView, compareFromHash, originOf } from "./compare";
 import { Conversation } from "./conversation";
 import { FirstRun } from "./firstrun";
@@ -115,10 +115,30 @@ function useCurrentSession(onNavigate: () => void): string | null {
   }, []);
   useEffect(() => {
     if (!current) return;
-    if (store.sessionsLoaded && !store.sessions.has(current)) open(null); // deleted
+    if (store.sessionsLoaded && !store.sessions.has(current)) lookUp(current);
     else if (!store.isLoaded(current)) loadSession(current).catch((e: Error) => store.reportError(e.message));
   });
   return current;
+}
+
+const lookingUp = new Set<string>();
+
+/** A session the list does not hold: deleted (then leave it), or made a moment ago
+ * elsewhere, before its event arrived (then it joins the list and opens). */
+function lookUp(id: string): void {
+  if (lookingUp.has(id)) return;
+  lookingUp.add(id);
+  api.session(id).then(
+    (session) => {
+      lookingUp.delete(id);
+      store.sessionUpdated(session);
+    },
+    (e: ApiError) => {
+      lookingUp.delete(id);
+      if (e.status === 404) open(null);
+      else store.reportError(e.message);
+    },
+  );
 }
 
 /** The two sessions ``#/compare/A/B`` names, following the hash. */

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from partwire.bus import Bus
+from partwire.clock import now_ms
 from partwire.errors import ConfigError
 from partwire.schema.event import Event, MessageInfo, PartUpdatedProps, SessionStatusProps
 from partwire.schema.message import AssistantMessage
@@ -140,7 +141,7 @@ class SpanFold:
             span = run.tools[part.call_id] = self._child(
                 run,
                 f"execute_tool {part.tool}",
-                start if isinstance(start, int) else _now_ms(),
+                start if isinstance(start, int) else now_ms(),
                 {
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": part.tool,
@@ -162,12 +163,6 @@ class SpanFold:
     def close(self) -> None:
         for session_id in list(self.runs):
             self._status(SessionStatusProps(session_id=session_id, status=StatusIdle()))
-
-
-def _now_ms() -> int:
-    from partwire.clock import now_ms
-
-    return now_ms()
 
 
 def _failed(span: Span, kind: str, description: str | None = None) -> None:

@@ -47,6 +47,11 @@ class Tokens(WireModel):
     reasoning: int = 0
     cache: Cache = Cache()
 
+    @property
+    def counted(self) -> int:
+        """Every token a budget counts: input, output, reasoning, cache reads and writes."""
+        return self.input + self.output + self.reasoning + self.cache.read + self.cache.write
+
     def plus(self, other: Tokens) -> Tokens:
         return Tokens(
             total=(self.total or 0) + (other.total or 0) or None,

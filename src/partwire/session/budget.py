@@ -17,20 +17,12 @@ from typing import Any
 
 from partwire.errors import RejectedError
 from partwire.permission import Permissions
-from partwire.schema.base import Tokens
 from partwire.schema.event import SessionInfo, SessionUpdated
 from partwire.schema.message import AssistantMessage, MessageWithParts
 from partwire.schema.session import Budget, Session
 from partwire.storage.base import Store
 
 BUDGET_PERMISSION = "budget"
-
-
-def counted(tokens: Tokens | None) -> int:
-    """Every token a budget counts: input, output, reasoning, cache reads and writes."""
-    if tokens is None:
-        return 0
-    return tokens.input + tokens.output + tokens.reasoning + tokens.cache.read + tokens.cache.write
 
 
 def budget_of(session: Session, project: Budget | None) -> Budget | None:
@@ -52,7 +44,7 @@ def limits(budget: Budget) -> tuple[int | None, float | None]:
 def _last_step(history: list[MessageWithParts]) -> tuple[int, float]:
     for entry in reversed(history):
         if isinstance(entry.info, AssistantMessage) and entry.info.time.completed is not None:
-            return counted(entry.info.tokens), entry.info.cost
+            return entry.info.tokens.counted, entry.info.cost
     return 0, 0.0
 
 
@@ -62,7 +54,8 @@ def overrun(
     """What the next step would pass (spent, the last step's size, the limit), or None."""
     tokens_limit, cost_limit = limits(budget)
     step_tokens, step_cost = _last_step(history)
-    spent_tokens, spent_cost = counted(session.tokens), session.cost or 0.0
+    spent_tokens = session.tokens.counted if session.tokens else 0
+    spent_cost = session.cost or 0.0
     if tokens_limit is not None and spent_tokens + step_tokens >= tokens_limit:
         return {"kind": "tokens", "spent": spent_tokens, "step": step_tokens, "limit": tokens_limit}
     if cost_limit is not None and spent_cost + step_cost >= cost_limit:

@@ -19,7 +19,6 @@ from typing import Any
 from partwire.schema.message import AssistantMessage, MessageWithParts, UserMessage
 from partwire.schema.part import CompactionPart, ReasoningPart, TextPart, ToolPart
 from partwire.schema.tool_state import ToolStateError
-from partwire.session.budget import counted
 
 
 @dataclass
@@ -92,7 +91,7 @@ def _add_answer(turn: Turn, entry: MessageWithParts, info: AssistantMessage, ask
     turn.calls += [_call(p) for p in calls]
     turn.errors += int(info.error is not None and info.error.name != "MessageAbortedError")
     turn.errors += sum(isinstance(p.state, ToolStateError) for p in calls)
-    turn.tokens += counted(info.tokens)
+    turn.tokens += info.tokens.counted
     turn.cost += info.cost
     first = _first_output(entry)
     if first is not None and turn.first_output_ms is None:

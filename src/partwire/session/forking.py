@@ -17,7 +17,7 @@ from partwire.clock import now_ms
 from partwire.errors import BadRequestError, NotFoundError
 from partwire.schema.base import Tokens
 from partwire.schema.message import AssistantMessage, MessageWithParts, aborted_error
-from partwire.schema.part import Part, ReasoningPart, StepFinishPart, TextPart
+from partwire.schema.part import Part, ReasoningPart, StepFinishPart, TextPart, ToolPart
 
 Cut = Literal["after", "before"]
 FORK_INTERRUPTED = "the session was forked before this tool call returned"
@@ -99,9 +99,9 @@ def _finished(entry: MessageWithParts) -> MessageWithParts:
 
     info = entry.info
     open_message = isinstance(info, AssistantMessage) and info.time.completed is None
+    if not open_message and not any(_open(part) for part in entry.parts):
+        return entry  # the common case: no builder is made
     builder = StreamingMessageBuilder.resume(info.id, entry.parts, session_id=info.session_id)
-    if not builder.open_calls() and not _streaming(entry.parts) and not open_message:
-        return entry
     builder.close_open(FORK_INTERRUPTED)
     if isinstance(info, AssistantMessage) and info.time.completed is None:
         info = info.model_copy(
@@ -113,8 +113,8 @@ def _finished(entry: MessageWithParts) -> MessageWithParts:
     return MessageWithParts(info=info, parts=builder.parts)
 
 
-def _streaming(parts: list[Part]) -> bool:
-    return any(
-        isinstance(p, TextPart | ReasoningPart) and p.time is not None and p.time.end is None
-        for p in parts
-    )
+def _open(part: Part) -> bool:
+    """A text still streaming, or a tool call without its result."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return part.time is not None and part.time.end is None
+    return isinstance(part, ToolPart) and part.state.status in ("pending", "running")

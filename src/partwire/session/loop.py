@@ -60,7 +60,7 @@ from partwire.session.prompt import (
     store_synthetic_text,
     store_user_message,
 )
-from partwire.session.replay import recorded_lookup, recording_for
+from partwire.session.replay import ToolLookup, recorded_lookup, recording_for
 from partwire.session.revert import Reverts, cleanup_revert
 from partwire.session.snapshot import Snapshots
 from partwire.session.status import StatusTracker
@@ -534,6 +534,13 @@ class SessionLoop:
             updated, [SessionUpdated(SessionInfo(session_id=session_id, info=updated))]
         )
 
+    async def _tools(self, session_id: str, user: UserMessage) -> ToolLookup:
+        """The tools a step may call; in a replay with recorded tools, each answers from
+        the recording the calls it holds."""
+        lookup = enabled_lookup(_disabled_tools(user))
+        recording = await recording_for(self.store, await self.store.get_session(session_id))
+        return lookup if recording is None else recorded_lookup(lookup, recording)
+
     async def _call(
         self,
         session_id: str,
@@ -565,15 +572,11 @@ class SessionLoop:
 
         from partwire.session.processor import Processor  # with the first prompt: a lean start
 
-        lookup = enabled_lookup(_disabled_tools(user))
-        recording = await recording_for(self.store, await self.store.get_session(session_id))
-        if recording is not None:  # a replay: the recording answers the calls it holds
-            lookup = recorded_lookup(lookup, recording)
         processor = Processor(
             self.store,
             message,
             model,
-            lookup,
+            await self._tools(session_id, user),
             make_context,
             _recent_calls(history),
             set_status,

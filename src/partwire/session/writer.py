@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from partwire import metrics
 from partwire.clock import now_ms
 from partwire.errors import StorageError
-from partwire.schema.base import Tokens
 from partwire.schema.event import (
     Draft,
     MessagePartUpdated,
@@ -113,11 +112,6 @@ def completed_info(info: Message, built: BuiltMessage) -> Message:
             "time": info.time.model_copy(update={"completed": now_ms()}),
         }
     )
-
-
-def _counted(tokens: Tokens) -> int:
-    """Every token a budget counts: input, output, reasoning, cache reads and writes."""
-    return tokens.input + tokens.output + tokens.reasoning + tokens.cache.read + tokens.cache.write
 
 
 def _count_usage(info: AssistantMessage, built: BuiltMessage) -> None:
@@ -243,6 +237,6 @@ class MessageWriter:
     async def _complete(self, built: BuiltMessage) -> None:
         self.info = completed_info(self.info, built)
         await save_message(self.store, self.info)
-        if isinstance(self.info, AssistantMessage) and (built.cost or _counted(built.tokens)):
+        if isinstance(self.info, AssistantMessage) and (built.cost or built.tokens.counted):
             _count_usage(self.info, built)
             await self.store.add_spend(self.info.session_id, built.tokens, built.cost)

@@ -70,6 +70,8 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     # host names the server is reached by besides loopback ones (server.hosts, --hostname)
     allowed_hosts: tuple[str, ...] = ()
+    # listening on loopback only: with no user and no password, callers are the local admin
+    open_locally: bool = True
     subscriber_queue: int = 10_000
     # PARTWIRE_DATABASE_URL: a Postgres database instead of the data dir's SQLite file
     database_url: str | None = field(default=None, repr=False)

@@ -30,6 +30,10 @@ class EditorFiles:
         self.bus = bus
         self._attached: Counter[str] = Counter()
         self._pending: dict[str, asyncio.Future[str | None]] = {}
+        self._sessions: dict[str, str] = {}  # a pending read's session
+
+    def session_of(self, request_id: str) -> str | None:
+        return self._sessions.get(request_id)
 
     def open(self, session_id: str) -> None:
         self._attached[session_id] += 1
@@ -49,6 +53,7 @@ class EditorFiles:
         request = EditorReadProps(id=ids.ascending("edr"), session_id=session_id, path=str(path))
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._pending[request.id] = future
+        self._sessions[request.id] = session_id
         try:
             self.bus.publish(EditorRead(request).with_id(ids.event_id()))
             async with asyncio.timeout(READ_TIMEOUT_S):
@@ -58,6 +63,7 @@ class EditorFiles:
             return None
         finally:
             self._pending.pop(request.id, None)
+            self._sessions.pop(request.id, None)
 
     def reply(self, request_id: str, content: str | None) -> None:
         """The editor's answer: the text, or None when it could not read the file."""

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Literal
 
-Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "edr", "call", "ins", "pty"]
+Prefix = Literal["ses", "msg", "prt", "evt", "per", "que", "edr", "call", "ins", "pty", "tok"]
 
 _RANDOM_LENGTH = 12
 _TIME_DIGITS = 14

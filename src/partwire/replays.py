@@ -24,7 +24,11 @@ _running: set[asyncio.Task[None]] = set()
 
 
 async def start_replay(
-    runtime: Runtime, source_id: str, model: ModelRef, tools: ToolsMode
+    runtime: Runtime,
+    source_id: str,
+    model: ModelRef,
+    tools: ToolsMode,
+    owner: str | None = None,
 ) -> Session:
     """Make the replay session and start sending it the recording's prompts (in the
     background: follow its events, or wait with ``wait_replayed``)."""
@@ -42,7 +46,8 @@ async def start_replay(
     name = f"{model.provider_id}/{model.model_id}"
     origin = {"sessionID": source_id, "model": name, "tools": tools, "prompts": len(prompts)}
     session = await project.sessions.create(
-        SessionCreateInput(title=f"{source.title} (replay: {name})", metadata={"replayOf": origin})
+        SessionCreateInput(title=f"{source.title} (replay: {name})", metadata={"replayOf": origin}),
+        owner=owner,
     )
     task = asyncio.create_task(_send_all(project.loop, session.id, prompts, model))
     _running.add(task)

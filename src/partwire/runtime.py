@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from partwire import ids
+from partwire.accounts import Accounts
 from partwire.bus import Bus
 from partwire.config import Settings
 from partwire.editor import EditorFiles
@@ -143,11 +144,15 @@ class Runtime:
     instance_id: str = field(default_factory=lambda: ids.ascending("ins"))
     quotas: Quotas = field(default_factory=Quotas)
     editor: EditorFiles | None = None  # set by build: reads through an attached editor
+    accounts: Accounts = field(init=False)  # users, tokens, grants (partwire/accounts.py)
     background: set[asyncio.Task[None]] = field(default_factory=set)
     tui: TuiControl = field(default_factory=TuiControl)
     _warming: asyncio.Future[None] | None = None
     ownership: Ownership = field(default_factory=Ownership)
     tracing: Tracing | None = None  # OpenTelemetry spans, when OTEL_EXPORTER_OTLP_* is set
+
+    def __post_init__(self) -> None:
+        self.accounts = Accounts(self.store)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from partwire.accounts import Accounts
 from partwire.config import Settings
 from partwire.runtime import Runtime
 from partwire.server import errors, hub, openapi, sse, ui
 from partwire.server.access import AccessLog
-from partwire.server.auth import BasicAuth
+from partwire.server.auth import Authenticate
+from partwire.server.authorize import authorize
 from partwire.server.guard import RequestGuard
 from partwire.server.limits import BodyLimit, UnicodeGuard
 from partwire.server.routes import (
@@ -45,8 +47,8 @@ from partwire.server.routes import (
 from partwire.version import __version__
 
 
-def _protect(app: FastAPI, settings: Settings) -> None:
-    """Body limit, CORS from the configuration, and Basic auth when a password is set."""
+def _protect(app: FastAPI, settings: Settings, accounts: Accounts) -> None:
+    """Body limit, CORS from the configuration, and who each request comes from."""
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -57,10 +59,13 @@ def _protect(app: FastAPI, settings: Settings) -> None:
         )
     app.add_middleware(UnicodeGuard)
     app.add_middleware(BodyLimit)
-    if settings.server_password:
-        app.add_middleware(
-            BasicAuth, username=settings.server_username, password=settings.server_password
-        )
+    app.add_middleware(
+        Authenticate,
+        accounts=accounts,
+        username=settings.server_username,
+        password=settings.server_password,
+        open_locally=settings.open_locally,
+    )
     # outermost: a request from a foreign Host or Origin is refused before anything else
     app.add_middleware(RequestGuard, hosts=settings.allowed_hosts, origins=settings.cors_origins)
     app.add_middleware(AccessLog)  # around everything: refused requests are logged too
@@ -92,11 +97,12 @@ def create_app(settings: Settings) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        dependencies=[Depends(authorize)],
     )
     app.state.runtime = runtime
     app.state.hub = clients
     errors.install(app)
-    _protect(app, settings)
+    _protect(app, settings, runtime.accounts)
     for module in (
         sse,
         session,

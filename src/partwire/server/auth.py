@@ -1,4 +1,5 @@
-"""HTTP Basic auth for every route but the health check, when a password is set.
+"""Authentication for every route but the health check: tokens, the password, or the
+local admin on loopback while no user exists.
 
 A pure ASGI middleware, so streaming responses (SSE) and WebSockets are covered
 without buffering. Credentials are compared in constant time.
@@ -12,19 +13,31 @@ import ipaddress
 import json
 import re
 import secrets
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from partwire.access import LOCAL_ADMIN, Principal, password_admin
+from partwire.storage.accounts import TOKEN_PREFIX
+
+if TYPE_CHECKING:
+    from partwire.accounts import Accounts
 
 OPEN_PATHS = frozenset({"/global/health"})
 # a PTY WebSocket may come with a one-use ticket instead of credentials (browsers cannot
 # send them on a WebSocket): it is let through marked, and the route must redeem the ticket
 TICKET_SCOPE_KEY = "partwire.needs_ticket"
+PRINCIPAL_SCOPE_KEY = "partwire.principal"
+NOBODY = Principal(name="nobody", scope="read", shared="")
 _TICKETED = re.compile(r"^(/api)?/pty/[^/]+/connect$")
 _BODY = json.dumps(
     {
         "name": "Unauthorized",
-        "data": {"message": "This server needs a password: use HTTP Basic auth (user partwire)"},
+        "data": {
+            "message": "This server needs credentials: a token (Authorization: Bearer, or "
+            "as the password of HTTP Basic auth), or the server's password (user partwire)"
+        },
     }
 ).encode()
 
@@ -38,31 +51,67 @@ def is_loopback(hostname: str) -> bool:
         return False
 
 
-class BasicAuth:
-    def __init__(self, app: ASGIApp, username: str, password: str) -> None:
-        self.app = app
-        self.expected = f"{username}:{password}".encode()
+class Authenticate:
+    """Who each request comes from (``scope[PRINCIPAL_SCOPE_KEY]``), or a 401.
 
-    def _authorized(self, scope: Scope) -> bool:
-        for name, value in scope.get("headers", []):
-            if name != b"authorization":
-                continue
-            scheme, _, token = value.partition(b" ")
-            if scheme.lower() != b"basic":
-                return False
-            try:
-                given = base64.b64decode(token, validate=True)
-            except (binascii.Error, ValueError):
-                return False
-            return secrets.compare_digest(given, self.expected)
-        return False
+    - ``Authorization: Bearer <token>``: a user's token or a share link's;
+    - ``Authorization: Basic``: the server's password (an admin), or a token as the
+      password with any user name (what a browser's own prompt sends, on pages,
+      EventSource and WebSockets alike);
+    - nothing, while no user exists, no password is set and the server listens on
+      loopback: the local admin (partwire's zero set-up default).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        accounts: Accounts,
+        username: str,
+        password: str | None,
+        open_locally: bool,
+    ) -> None:
+        self.app = app
+        self.accounts = accounts
+        self.expected = f"{username}:{password}".encode() if password else None
+        self.username = username
+        self.open_locally = open_locally and not password
+
+    async def _principal(self, scope: Scope) -> Principal | None:
+        header = _authorization(scope)
+        if header is None:
+            if self.open_locally and not await self.accounts.has_users():
+                return LOCAL_ADMIN
+            return None
+        scheme, _, credentials = header.partition(b" ")
+        scheme = scheme.lower()
+        if scheme == b"bearer":
+            return await self._token(credentials.strip())
+        if scheme != b"basic":
+            return None
+        try:
+            given = base64.b64decode(credentials.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if self.expected is not None and secrets.compare_digest(given, self.expected):
+            return password_admin(self.username)
+        return await self._token(given.partition(b":")[2])
+
+    async def _token(self, secret: bytes) -> Principal | None:
+        try:
+            text = secret.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if not text.startswith(TOKEN_PREFIX):
+            return None
+        return await self.accounts.principal(text)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if self._authorized(scope):
-            await self.app(scope, receive, send)
+        principal = await self._principal(scope)
+        if principal is not None:
+            await self.app({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
             return
         if scope["type"] == "websocket" and _offers_ticket(scope):
             await self.app({**scope, TICKET_SCOPE_KEY: True}, receive, send)
@@ -81,6 +130,20 @@ class BasicAuth:
             }
         )
         await send({"type": "http.response.body", "body": _BODY})
+
+
+def _authorization(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            return bytes(value)
+    return None
+
+
+def principal_of(scope: Scope) -> Principal:
+    """The request's principal; a request the middleware did not name (a PTY socket let
+    in on its ticket alone) is no one: nothing but the ticket's terminal."""
+    found = scope.get(PRINCIPAL_SCOPE_KEY)
+    return found if isinstance(found, Principal) else NOBODY
 
 
 def _offers_ticket(scope: Scope) -> bool:

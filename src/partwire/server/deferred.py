@@ -5,8 +5,8 @@ none of it is needed to accept connections. So the socket is bound and served at
 this small ASGI app, while a worker thread imports and builds the real one and the loop
 then starts its runtime (the store) and its lifespan. Meanwhile:
 
-- ``GET /global/health`` is answered here (behind the same host, origin and password
-  checks as the real app): the process is up and listening;
+- ``GET /global/health`` is answered here (behind the same host and origin checks
+  as the real app; it needs no credentials there either): the process is up and listening;
 - every other request and socket waits for the real app and is then handed to it, so
   nothing is refused during the start;
 - if the build fails (a database that cannot be opened, say), waiting requests get a 503
@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from partwire.config import Settings
-from partwire.server.auth import BasicAuth
 from partwire.server.guard import RequestGuard
 from partwire.version import __version__
 
@@ -42,10 +41,7 @@ async def _health(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def _health_app(settings: Settings) -> ASGIApp:
-    app: ASGIApp = _health
-    if settings.server_password:
-        app = BasicAuth(app, username=settings.server_username, password=settings.server_password)
-    return RequestGuard(app, hosts=settings.allowed_hosts, origins=settings.cors_origins)
+    return RequestGuard(_health, hosts=settings.allowed_hosts, origins=settings.cors_origins)
 
 
 class DeferredApp:

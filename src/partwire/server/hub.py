@@ -30,9 +30,12 @@ if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start
     from partwire.protocol.blocks import SessionEvents
     from partwire.schema.session_events import SessionEvent
 
+from partwire.access import Principal
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError, TooManyRequestsError
 from partwire.runtime import Runtime
+from partwire.server.auth import principal_of
+from partwire.server.authorize import may
 from partwire.server.cursor import counted, parse_cursor, resume_session, unsent
 from partwire.server.guard import origin_allowed
 from partwire.storage.base import EventLogGap
@@ -177,6 +180,7 @@ async def _live(
 @dataclass
 class _Client:
     send: Send
+    principal: Principal
     address: str = "?"  # its streams count against this address's quota
     follows: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
@@ -238,6 +242,8 @@ class ClientHub:
             return {"ok": False, "error": "since must be an event id (a string)"}
         try:
             await self.runtime.store.get_session(session_id)
+            if not await may(self.runtime, client.principal, session_id, "read"):
+                raise NotFoundError("Session", session_id)
         except NotFoundError as exc:
             return {"ok": False, "error": exc.message}
         old = client.follows.pop(session_id, None)
@@ -277,7 +283,9 @@ class ClientHub:
                 raise FellBehind
             await self.sio.emit(name, data, to=sid)
 
-        self.clients[sid] = _Client(send, address=str(environ.get("REMOTE_ADDR") or "?"))
+        principal = principal_of(environ.get("asgi.scope") or {})
+        address = str(environ.get("REMOTE_ADDR") or "?")
+        self.clients[sid] = _Client(send, principal, address=address)
 
     def backlog(self, sid: str) -> int:
         """Packets waiting to be written to this client (engine.io keeps them in a queue)."""
@@ -329,7 +337,8 @@ async def websocket(socket: WebSocket) -> None:
         async with lock:
             await socket.send_json({"event": name, "data": data})
 
-    client = _Client(send, address=socket.client.host if socket.client else "?")
+    address = socket.client.host if socket.client else "?"
+    client = _Client(send, principal_of(socket.scope), address=address)
     try:
         while True:
             message = await socket.receive_json()

@@ -27,6 +27,8 @@ from partwire.schema.event import (
     ServerHeartbeat,
     ServerResync,
 )
+from partwire.server.auth import principal_of
+from partwire.server.authorize import Visibility
 from partwire.server.cursor import STREAM_HEADERS, counted, log_pages, unsent
 from partwire.storage.base import EventLogGap
 
@@ -56,7 +58,12 @@ def global_framer(directory: str) -> Framer:
 
 
 # partwire's events that opencode's v2 stream carries too; the rest have no v2 shape
-V2_TYPES = frozenset(REGISTRY) - {"editor.read", "server.instance.disposed", "server.resync"}
+V2_TYPES = frozenset(REGISTRY) - {
+    "editor.read",
+    "server.instance.disposed",
+    "server.resync",
+    "session.access",
+}
 
 
 def v2_framer(directory: str) -> Framer:
@@ -106,7 +113,9 @@ def _resync(last_id: str, oldest: str | None, message: str) -> Event:
     return ServerResync(props).with_id(ids.event_id())
 
 
-async def _replay(runtime: Runtime, last_id: str, frame: Framer) -> AsyncIterator[str | None]:
+async def _replay(
+    runtime: Runtime, last_id: str, frame: Framer, visibility: Visibility
+) -> AsyncIterator[str | None]:
     """Frames of the logged events after ``last_id``, a page at a time; the last item is
     the id to go on from (None after a resync)."""
     store = runtime.store
@@ -125,7 +134,7 @@ async def _replay(runtime: Runtime, last_id: str, frame: Framer) -> AsyncIterato
         # read holds up only its own page
         async for page in log_pages(store, last_id):
             cursor = page[-1].id
-            yield "".join(frame(e) for e in page)
+            yield "".join(frame(e) for e in await visibility.keep(page))
     except EventLogGap as gap:
         message = "Events since your last id are no longer kept; reload state over HTTP."
         yield frame(_resync(last_id, gap.oldest, message))
@@ -146,25 +155,31 @@ async def stream_events(
     runtime: Runtime,
     subscription: Subscription,
     last_id: str | None,
-    frame: Framer = frame,
-    client: str | None = None,
+    frame: Framer,
+    client: str | None,
+    visibility: Visibility,
 ) -> AsyncIterator[str]:
     try:
         with counted(runtime, client, "event"):
-            async for text in _events(runtime, subscription, last_id, frame):
+            await visibility.start()
+            async for text in _events(runtime, subscription, last_id, frame, visibility):
                 yield text
     finally:
         subscription.close()
 
 
 async def _events(
-    runtime: Runtime, subscription: Subscription, last_id: str | None, frame: Framer
+    runtime: Runtime,
+    subscription: Subscription,
+    last_id: str | None,
+    frame: Framer,
+    visibility: Visibility,
 ) -> AsyncIterator[str]:
     connected = ConnectedProps(instance_id=runtime.instance_id)
     yield frame(ServerConnected(connected).with_id(ids.event_id()))
     sent = last_id
     if last_id:
-        async for item in _replay(runtime, last_id, frame):
+        async for item in _replay(runtime, last_id, frame, visibility):
             if item is None or item.startswith("evt_"):
                 sent = item  # the replay's end: where live events go on from
             else:
@@ -174,6 +189,7 @@ async def _events(
             yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
             continue
         fresh, sent = unsent(batch, sent)
+        fresh = await visibility.keep(fresh)
         if fresh:
             yield "".join(frame(e) for e in fresh)
     if subscription.overflowed:
@@ -184,10 +200,11 @@ def _response(request: Request, frame: Framer) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
     client = request.client.host if request.client else "?"
     runtime.quotas.check_stream(client)  # 429 past the limit
+    visibility = Visibility(runtime, principal_of(request.scope))
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
-        stream_events(runtime, subscription, last_id, frame, client),
+        stream_events(runtime, subscription, last_id, frame, client, visibility),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )

@@ -125,9 +125,16 @@ class Sessions:
         self.loop = loop
         self.settings = settings
 
-    async def create(self, body: SessionCreateInput, *, session_id: str | None = None) -> Session:
-        """A new session; ``session_id`` (``ses…``, opencode v2's client-chosen id) must be
-        unused (IdConflictError)."""
+    async def create(
+        self,
+        body: SessionCreateInput,
+        *,
+        session_id: str | None = None,
+        owner: str | None = None,
+    ) -> Session:
+        """A new session, owned by the user ``owner`` when one made it (partwire/access.py);
+        ``session_id`` (``ses…``, opencode v2's client-chosen id) must be unused
+        (IdConflictError)."""
         if body.parent_id is not None:
             await self.store.get_session(body.parent_id)
         if body.agent is not None:
@@ -157,7 +164,7 @@ class Sessions:
             permission=body.permission,
         )
         try:
-            await self.store.create_session(session, [_created(session)])
+            await self.store.create_session(session, [_created(session)], owner=owner)
         except IdConflictError:
             raise IdConflictError("id", session.id) from None
         return session
@@ -179,6 +186,8 @@ class Sessions:
         message_id: str | None,
         part_id: str | None = None,
         cut: Cut | None = None,
+        *,
+        owner: str | None = None,
     ) -> Session:
         """A new session holding copies of the messages before ``message_id`` (all if
         None), or, at ``part_id``, up to that part (see session/forking.py). Where it came
@@ -199,12 +208,13 @@ class Sessions:
                 agent=source.agent or _last_agent(kept),
                 permission=source.permission,
                 metadata={**(source.metadata or {}), "forkedFrom": origin},
-            )
+            ),
+            owner=owner,
         )
         await self._write_history(fork, kept, fresh_ids=True)
         return fork
 
-    async def import_session(self, export: SessionExport) -> Session:
+    async def import_session(self, export: SessionExport, *, owner: str | None = None) -> Session:
         """Store an exported session in this project. Its ids are kept when none is
         stored yet; otherwise (imported twice, or exported from here) it becomes a copy
         with new ids, so an import never overwrites anything."""
@@ -235,12 +245,12 @@ class Sessions:
         session = export.info.model_copy(update=kept)
         if not fresh:
             try:  # the id is claimed in the store: of two imports at once, one keeps it
-                await self.store.create_session(session, [_created(session)])
+                await self.store.create_session(session, [_created(session)], owner=owner)
             except IdConflictError:
                 fresh = True
         if fresh:
             session = session.model_copy(update={"id": ids.session_id()})
-            await self.store.create_session(session, [_created(session)])
+            await self.store.create_session(session, [_created(session)], owner=owner)
         await self._write_history(session, history, fresh_ids=fresh)
         return session
 

@@ -6,8 +6,8 @@ Every write takes the events that describe it; the store commits the change and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from partwire.schema.base import Tokens
 from partwire.schema.event import Draft, Event, PartDeltaProps
@@ -15,6 +15,9 @@ from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session
+from partwire.storage.connection import Conn
+
+T = TypeVar("T")
 
 
 class EventLogGap(Exception):
@@ -37,9 +40,20 @@ class Store(Protocol):
         them, so a session read earlier never undoes them."""
         ...
 
-    async def create_session(self, session: Session, events: list[Draft]) -> None:
-        """Store a new session; IdConflictError when its id is taken (checked and
-        claimed in one statement, so two writers never both get it)."""
+    async def create_session(
+        self, session: Session, events: list[Draft], *, owner: str | None = None
+    ) -> None:
+        """Store a new session (owned by the user ``owner``, in the same commit);
+        IdConflictError when its id is taken (checked and claimed in one statement, so
+        two writers never both get it)."""
+        ...
+
+    async def read_with(self, query: Callable[[Conn], T]) -> T:
+        """Run ``query`` on a read connection in one transaction."""
+        ...
+
+    async def write_with(self, change: Callable[[Conn], T], events: list[Draft]) -> T:
+        """Run ``change`` in the writer's transaction, logging ``events`` with it."""
         ...
 
     async def delete_session(self, session_id: str, events: list[Draft]) -> None: ...

@@ -145,6 +145,25 @@ def _006_server_commands(conn: Conn) -> None:
     )
 
 
+def _007_users_and_access(conn: Conn) -> None:
+    """Users, their tokens (only a SHA-256 of each is kept) and who may read or write
+    which session (``partwire/access.py``). A token with a session id is a share link's:
+    it reads that one session and nothing else."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS app_user (name TEXT PRIMARY KEY, created_ms BIGINT NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS api_token (id TEXT PRIMARY KEY, user_name TEXT, "
+        "digest TEXT NOT NULL UNIQUE, scope TEXT NOT NULL, session_id TEXT, "
+        "created_ms BIGINT NOT NULL, expires_ms BIGINT, revoked_ms BIGINT)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS session_grant (session_id TEXT NOT NULL, "
+        "user_name TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (session_id, user_name))"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS session_grant_user ON session_grant (user_name)")
+
+
 def _properties(payload: str, old: str, kind: str) -> str:
     """What the log now keeps of a logged event's wire JSON."""
     head = f'{{"id":"{old}","type":"{kind}","properties":'
@@ -160,6 +179,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "event ids from sequence", _004_event_ids_from_sequence),
     (5, "sessions shared by servers", _005_sessions_shared_by_servers),
     (6, "server commands", _006_server_commands),
+    (7, "users and access", _007_users_and_access),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -53,6 +53,7 @@ from partwire.storage.writes import (
     MessagePut,
     PartDelete,
     PartPut,
+    RowsChange,
     SessionDelete,
     SessionPut,
     SpendAdd,
@@ -227,9 +228,11 @@ class SqliteStore:
     ) -> None:
         await self._submit(SessionPut(events=events, session=session, sets_budget=sets_budget))
 
-    async def create_session(self, session: Session, events: list[Draft]) -> None:
+    async def create_session(
+        self, session: Session, events: list[Draft], *, owner: str | None = None
+    ) -> None:
         try:
-            await self._submit(SessionPut(events=events, session=session, new=True))
+            await self._submit(SessionPut(events=events, session=session, new=True, owner=owner))
         except IdTakenError:
             raise IdConflictError("sessionID", session.id) from None
 
@@ -321,6 +324,16 @@ class SqliteStore:
                 conn.execute("COMMIT")
 
         return await asyncio.to_thread(run)
+
+    async def read_with(self, query: Callable[[Conn], T]) -> T:
+        """``query`` on a read connection, in one transaction (storage/accounts.py's)."""
+        return await self._read(query)
+
+    async def write_with(self, change: Callable[[Conn], T], events: list[Draft]) -> T:
+        """``change`` in the writer's transaction, logging ``events`` with it."""
+        write = RowsChange(events=events, change=change)
+        await self._submit(write)
+        return write.result  # type: ignore[return-value]
 
     async def ids_in_use(self, message_ids: list[str], part_ids: list[str]) -> set[str]:
         def query(conn: Conn) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from partwire import ids
@@ -111,6 +112,7 @@ class SessionPut(Write):
     session: Session | None = None
     new: bool = False  # claim the id: fail (IdTakenError) if a session holds it already
     sets_budget: bool = False  # this write decides metadata.budget (else the row's stays)
+    owner: str | None = None  # a new session's owning user (partwire/access.py)
 
     def apply_rows(self, ctx: WriteContext) -> None:
         assert self.session is not None
@@ -129,6 +131,11 @@ class SessionPut(Write):
         ).rowcount
         if self.new and changed == 0:
             raise IdTakenError(f"session id {self.session.id} is taken")
+        if self.new and self.owner is not None:
+            ctx.conn.execute(
+                "INSERT INTO session_grant (session_id, user_name, role) VALUES (?, ?, 'owner')",
+                (self.session.id, self.owner),
+            )
 
 
 @dataclass
@@ -161,11 +168,24 @@ class SessionDelete(Write):
     session_id: str = ""
 
     def apply_rows(self, ctx: WriteContext) -> None:
-        for table in ("todo", "prompt_no_reply"):
+        for table in ("todo", "prompt_no_reply", "session_grant"):
             ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
         for table in ("part", "message"):
             ctx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
         ctx.conn.execute("DELETE FROM session WHERE id = ?", (self.session_id,))
+
+
+@dataclass
+class RowsChange(Write):
+    """A change of rows no other write knows (users, tokens, grants), with the events it
+    logs; ``result`` is what ``change`` returned."""
+
+    change: Callable[[Conn], object] | None = None
+    result: object = None
+
+    def apply_rows(self, ctx: WriteContext) -> None:
+        assert self.change is not None
+        self.result = self.change(ctx.conn)
 
 
 class IdTakenError(sqlite3.IntegrityError):

@@ -34,6 +34,7 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput, SessionCreateInput, TextPartInput
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import PermissionReply
+from partwire.server.authorize import check_may_create, check_session, owner_of
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
     History,
@@ -163,12 +164,15 @@ async def run(request: Request) -> Response:
     if not cursor and not body.resume and body.messages and body.messages[-1].role == "user":
         prompt = _prompt_of(body)
     created = session is None
-    if session is None:
+    if session is not None:
+        await check_session(request, session.id, "write" if prompt is not None else "read")
+    else:
         if prompt is None:
             raise NotFoundError("Thread", body.thread_id)
+        check_may_create(request)
         metadata = {"chatID": body.thread_id}
         session = await requested_project(request).sessions.create(
-            SessionCreateInput(metadata=metadata)
+            SessionCreateInput(metadata=metadata), owner=owner_of(request)
         )
     view = AguiView(body.thread_id, body.run_id, await runtime.store.get_todos(session.id))
     stream = TurnStream(session.id, view)

@@ -19,6 +19,7 @@ from partwire import workspace
 from partwire.config import user_config_dir
 from partwire.providers.registry import resolve_model
 from partwire.schema.base import WireModel
+from partwire.server.authorize import readable_filter
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.skills import discover
 from partwire.tools.registry import all_tools
@@ -115,7 +116,8 @@ async def all_sessions(
     """Every project's sessions, newest update first, each with its project; archived
     ones only when asked. ``start``: updated at or after; ``cursor``: updated before
     (the last ``time.updated`` of the page before)."""
-    sessions = await runtime_of(request).store.list_sessions()
+    readable = await readable_filter(request)
+    sessions = [s for s in await runtime_of(request).store.list_sessions() if readable(s.id)]
     sessions.sort(key=lambda s: s.time.updated, reverse=True)
     picked = [
         s

@@ -12,6 +12,7 @@ from partwire.schema.permission import (
     QuestionReplyInput,
     QuestionRequest,
 )
+from partwire.server.authorize import readable_filter
 from partwire.server.routes.session import wire
 
 router = APIRouter()
@@ -24,7 +25,8 @@ def _runtime(request: Request) -> Runtime:
 
 @router.get("/permission", response_model=list[PermissionRequest], operation_id="permission.list")
 async def list_permissions(request: Request) -> Response:
-    return wire(_runtime(request).permissions.pending())
+    readable = await readable_filter(request)
+    return wire([p for p in _runtime(request).permissions.pending() if readable(p.session_id)])
 
 
 @router.post("/permission/{requestID}/reply", response_model=bool, operation_id="permission.reply")
@@ -51,7 +53,8 @@ async def respond_permission(
 
 @router.get("/question", response_model=list[QuestionRequest], operation_id="question.list")
 async def list_questions(request: Request) -> Response:
-    return wire(_runtime(request).questions.pending())
+    readable = await readable_filter(request)
+    return wire([q for q in _runtime(request).questions.pending() if readable(q.session_id)])
 
 
 @router.post("/question/{requestID}/reply", response_model=bool, operation_id="question.reply")

@@ -23,6 +23,7 @@ from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
+from partwire.server.authorize import check_session, owner_of, readable_filter
 from partwire.server.routes.scope import requested_project, runtime_of, session_project
 from partwire.session.loop import leave_running
 
@@ -55,8 +56,11 @@ async def list_sessions(
 ) -> Response:
     """Newest first; ``roots`` leaves out child sessions, ``search`` matches titles."""
     directory = requested_project(request).directory
+    readable = await readable_filter(request)
     sessions = [
-        s for s in await _runtime(request).store.list_sessions() if s.directory == directory
+        s
+        for s in await _runtime(request).store.list_sessions()
+        if s.directory == directory and readable(s.id)
     ]
     sessions.sort(key=lambda s: s.time.updated, reverse=True)
     if roots:
@@ -75,19 +79,26 @@ async def create_session(
     runtime = _runtime(request)
     if runtime.settings.server_password:
         runtime.quotas.create_session(request.client.host if request.client else "?")
-    return wire(await requested_project(request).sessions.create(body or SessionCreateInput()))
+    body = body or SessionCreateInput()
+    if body.parent_id is not None:
+        await check_session(request, body.parent_id, "write")
+    project = requested_project(request)
+    return wire(await project.sessions.create(body, owner=owner_of(request)))
 
 
 @router.post("/import", response_model=Session, operation_id="session.import")
 async def import_session(request: Request, body: SessionExport) -> Response:
     """partwire's own route: store a session that ``GET /session/{id}`` and its messages
     (``partwire export``) wrote, in the requested project."""
-    return wire(await requested_project(request).sessions.import_session(body))
+    project = requested_project(request)
+    return wire(await project.sessions.import_session(body, owner=owner_of(request)))
 
 
 @router.get("/status", response_model=dict[str, SessionStatus], operation_id="session.status")
 async def session_status(request: Request) -> Response:
-    return wire(_runtime(request).status.active())
+    readable = await readable_filter(request)
+    active = _runtime(request).status.active()
+    return wire({k: v for k, v in active.items() if readable(k)})
 
 
 @router.get("/{sessionID}", response_model=Session, operation_id="session.get")
@@ -200,7 +211,9 @@ async def fork(
 ) -> Response:
     body = body or ForkInput()
     _, project = await session_project(request, sessionID)
-    forked = await project.sessions.fork(sessionID, body.message_id, body.part_id, body.cut)
+    forked = await project.sessions.fork(
+        sessionID, body.message_id, body.part_id, body.cut, owner=owner_of(request)
+    )
     return wire(forked)
 
 
@@ -210,7 +223,8 @@ async def replay(request: Request, sessionID: str, body: ReplayInput) -> Respons
     model (``metadata.replayOf`` names the recording); its answers stream as any run's."""
     from partwire.replays import start_replay
 
-    session = await start_replay(_runtime(request), sessionID, body.model, body.tools)
+    runtime = _runtime(request)
+    session = await start_replay(runtime, sessionID, body.model, body.tools, owner_of(request))
     return wire(session)
 
 
@@ -220,6 +234,8 @@ async def compare_sessions(request: Request, sessionID: str, other: str) -> Resp
     ``partwire eval A B --format json`` prints them (session/evaluation.py)."""
     from partwire.session.evaluation import as_json, compare
 
+    await check_session(request, sessionID, "read")
+    await check_session(request, other, "read")
     store = _runtime(request).store
     a, b = await store.list_messages(sessionID), await store.list_messages(other)
     if not a:

@@ -39,6 +39,7 @@ from partwire.schema.input import (
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
+from partwire.server.authorize import check_may_create, check_session, owner_of
 from partwire.server.routes.scope import requested_project, runtime_of
 from partwire.server.turnstream import (
     History,
@@ -129,9 +130,13 @@ async def chat_session(request: Request, chat_id: str) -> tuple[Session, Project
     runtime = runtime_of(request)
     session = await session_for(runtime, chat_id)
     if session is not None:
+        await check_session(request, session.id, "write")
         return session, runtime.project_of(session), False
+    check_may_create(request)
     project = requested_project(request)
-    created = await project.sessions.create(SessionCreateInput(metadata={"chatID": chat_id}))
+    created = await project.sessions.create(
+        SessionCreateInput(metadata={"chatID": chat_id}), owner=owner_of(request)
+    )
     return created, project, True
 
 
@@ -254,6 +259,8 @@ async def _answer(
 async def resume(request: Request, chatID: str) -> Response:
     runtime = runtime_of(request)
     session = await session_for(runtime, chatID)
+    if session is not None:
+        await check_session(request, session.id, "read")
     cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     if cursor is None and (session is None or runtime.status.get(session.id).type == "idle"):
         return Response(status_code=204)  # what useChat expects when nothing streams
@@ -285,6 +292,7 @@ async def messages(request: Request, chatID: str) -> Response:
     session = await session_for(runtime, chatID)
     if session is None:
         raise NotFoundError("Chat", chatID)
+    await check_session(request, session.id, "read")
     stored = await runtime.store.list_messages(session.id)
     head = await runtime.store.last_event_id()
     kinds = ("permission.asked", "permission.replied")

@@ -25,6 +25,7 @@ from partwire.schema.event import SessionInfo, SessionUpdated
 from partwire.schema.permission import Agent, PermissionRequest, QuestionRequest
 from partwire.schema.provider import ModelInfo, ProviderInfo
 from partwire.schema.session import Session
+from partwire.server.authorize import readable_filter
 from partwire.server.routes.scope import runtime_of
 from partwire.session.agents import list_agents
 from partwire.session.sessions import project_id
@@ -255,14 +256,16 @@ async def fs_read(request: Request, path: str) -> Response:
 
 @router.get("/permission/request", operation_id="v2.permission.request.list")
 async def permission_requests(request: Request) -> Response:
+    readable = await readable_filter(request)
     pending = runtime_of(request).permissions.pending()
-    return listing(request, [permission_v2(p) for p in pending])
+    return listing(request, [permission_v2(p) for p in pending if readable(p.session_id)])
 
 
 @router.get("/question/request", operation_id="v2.question.request.list")
 async def question_requests(request: Request) -> Response:
+    readable = await readable_filter(request)
     pending = runtime_of(request).questions.pending()
-    return listing(request, [question_v2(q) for q in pending])
+    return listing(request, [question_v2(q) for q in pending if readable(q.session_id)])
 
 
 @router.get("/reference", operation_id="v2.reference.list")

@@ -37,6 +37,7 @@ from partwire.schema.input import (
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session, SessionModel
+from partwire.server.authorize import owner_of, readable_filter
 from partwire.server.cursor import STREAM_HEADERS, counted, live
 from partwire.server.cursor import session_events as session_log
 from partwire.server.routes.scope import runtime_of
@@ -152,7 +153,8 @@ async def list_sessions(
     """Sessions by last update (newest first unless ``order=asc``), ``limit`` a page;
     ``cursor`` is the ``next`` of the page before."""
     runtime = runtime_of(request)
-    sessions = await runtime.store.list_sessions()
+    readable = await readable_filter(request)
+    sessions = [s for s in await runtime.store.list_sessions() if readable(s.id)]
     if directory:
         sessions = [s for s in sessions if s.directory == directory]
     if project:
@@ -179,17 +181,19 @@ async def create_session(request: Request, payload: CreateInput) -> Response:
         agent=payload.agent,
         model=payload.model.session_model() if payload.model else None,
     )
-    session = await project.sessions.create(create, session_id=payload.id)
+    session = await project.sessions.create(create, session_id=payload.id, owner=owner_of(request))
     return body({"data": await session_v2(runtime, session)})
 
 
 @router.get("/active", operation_id="v2.session.active")
 async def active(request: Request) -> Response:
     runtime = runtime_of(request)
+    readable = await readable_filter(request)
     running = {
         session_id: {"type": "running"}
         for project in runtime.projects.values()
         for session_id in project.loop.running()
+        if readable(session_id)
     }
     return body({"data": running})
 

@@ -67,6 +67,10 @@ class Settings:
     source_env: dict[str, str] = field(default_factory=dict, repr=False)
     server_username: str = "partwire"
     server_password: str | None = field(default=None, repr=False)
+    # PARTWIRE_TOKEN: what the CLI's clients sign in to a server with (a user's token)
+    client_token: str | None = field(default=None, repr=False)
+    # the server a CLI command starts in its own process (no quotas: one user, its own)
+    embedded: bool = False
     cors_origins: tuple[str, ...] = ()
     # host names the server is reached by besides loopback ones (server.hosts, --hostname)
     allowed_hosts: tuple[str, ...] = ()
@@ -329,6 +333,7 @@ def load_settings(
         source_env=source,
         server_username=source.get("PARTWIRE_SERVER_USERNAME") or "partwire",
         server_password=source.get("PARTWIRE_SERVER_PASSWORD") or None,
+        client_token=source.get("PARTWIRE_TOKEN") or None,
         cors_origins=_strings(user_layer, "server", "cors"),
         allowed_hosts=_strings(user_layer, "server", "hosts"),
         database_url=database_url,

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import secrets
 import signal
 import sys
 import termios
 from collections.abc import AsyncIterator
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from rich.console import Console
 
@@ -26,21 +28,26 @@ from partwire.storage import lock
 @contextlib.asynccontextmanager
 async def attached_server(
     attach: str | None, settings: Settings, console: Console
-) -> AsyncIterator[str]:
-    """The server to talk to: ``--attach``, else the one serving this data dir, else a
-    new one in this process (which then holds the data dir's lock)."""
+) -> AsyncIterator[tuple[str, Credentials]]:
+    """The server to talk to and how to sign in: ``--attach``, else the one serving this
+    data dir (with PARTWIRE_TOKEN, or the password), else a new one in this process
+    (which then holds the data dir's lock; whoever can open the data dir is its admin,
+    so it gets a password of its own)."""
     if attach:
-        yield attach
+        yield attach, credentials_of(settings)
         return
     running = lock.holder(settings.data_dir)
     if running is not None and running.url:
         console.print(f"[dim]attached to the running server {running.url}[/dim]")
-        yield running.url
+        yield running.url, credentials_of(settings)
         return
     from partwire.server.runner import serve_in_background
 
-    async with serve_in_background(settings) as url:
-        yield url
+    own = dataclasses.replace(
+        settings, server_password=secrets.token_urlsafe(24), client_token=None, embedded=True
+    )
+    async with serve_in_background(own) as url:
+        yield url, credentials_of(own)
 
 
 @contextlib.asynccontextmanager
@@ -49,8 +56,8 @@ async def connected(
 ) -> AsyncIterator[PartwireClient]:
     """A client of the server to talk to (see ``attached_server``), in this project."""
     async with (
-        attached_server(attach, settings, console) as url,
-        PartwireClient(url, auth=auth_of(settings), directory=str(settings.project_dir)) as client,
+        attached_server(attach, settings, console) as (url, credentials),
+        PartwireClient(url, directory=str(settings.project_dir), **credentials) as client,
     ):
         yield client
 
@@ -73,10 +80,18 @@ def prompt_text(words: list[str], stdin: TextIO) -> str:
     return text
 
 
-def auth_of(settings: Settings) -> tuple[str, str] | None:
+class Credentials(TypedDict, total=False):
+    auth: tuple[str, str]
+    token: str
+
+
+def credentials_of(settings: Settings) -> Credentials:
+    """PARTWIRE_TOKEN when set, else the server's password when set."""
+    if settings.client_token:
+        return {"token": settings.client_token}
     if settings.server_password:
-        return (settings.server_username, settings.server_password)
-    return None
+        return {"auth": (settings.server_username, settings.server_password)}
+    return {}
 
 
 async def _last_session(client: PartwireClient, settings: Settings) -> Session:

@@ -3,6 +3,8 @@ session's parts (the points a fork or a rewind can take), and a fork at one of t
 
 from __future__ import annotations
 
+from typing import Literal
+
 from rich.console import Console
 from rich.table import Table
 
@@ -80,4 +82,38 @@ async def fork_session(
         f"[dim]forked {session_id}{f' at {at}' if at else ''}: {count} messages[/dim]"
     )
     print(fork.id)
+    return 0
+
+
+async def session_access(
+    settings: Settings,
+    attach: str | None,
+    session_id: str,
+    user: str | None,
+    role: Literal["read", "write"] | None,
+    take: bool,
+) -> int:
+    """Print who may use the session, after giving (or taking) ``user`` access."""
+    out = Console(highlight=False, soft_wrap=True)
+    async with connected(attach, settings, Console(stderr=True)) as client:
+        if user is not None:
+            access = await client.grant(session_id, user, None if take else role)
+        else:
+            access = await client.access(session_id)
+    for grant in access["grants"]:
+        out.print(f"{grant['user']}  {grant['role']}")
+    out.print(f"share link: {'live' if access['shared'] else 'none'}")
+    return 0
+
+
+async def share_session(settings: Settings, attach: str | None, session_id: str, end: bool) -> int:
+    """Print a new share link (alone on stdout), or end the session's links."""
+    async with connected(attach, settings, Console(stderr=True)) as client:
+        if end:
+            await client.unshare(session_id)
+            Console(stderr=True).print(f"ended the share links of {session_id}")
+            return 0
+        shared = await client.share(session_id)
+    assert shared.share is not None
+    print(shared.share.url)
     return 0

@@ -24,6 +24,7 @@ from partwire.client.shapes import (
     TextMatch,
     VcsInfo,
 )
+from partwire.client.team import TeamCalls
 from partwire.errors import BadRequestError, NotFoundError, UserError
 from partwire.providers.registry import parse_model_ref
 from partwire.schema.event import Event, parse_event
@@ -73,7 +74,7 @@ def _raise_for(response: httpx.Response) -> None:
     raise ClientError(response.status_code, name, message)
 
 
-class PartwireClient:
+class PartwireClient(TeamCalls):
     """``async with PartwireClient(url) as client: ...``"""
 
     def __init__(
@@ -83,12 +84,17 @@ class PartwireClient:
         timeout: float = 600.0,
         transport: httpx.AsyncBaseTransport | None = None,
         auth: tuple[str, str] | None = None,
+        token: str | None = None,
         directory: str | None = None,
     ) -> None:
         """``directory`` names the project every request is about (opencode's
-        ``x-opencode-directory``); without it the server uses the one it started in."""
+        ``x-opencode-directory``); without it the server uses the one it started in.
+        ``token`` (``partwire token create``) signs in as its user; ``auth`` is the
+        server's password as (user, password)."""
         self.base_url = base_url.rstrip("/")
         headers = {"x-opencode-directory": quote(directory, safe="/")} if directory else {}
+        if token is not None:
+            headers["authorization"] = f"Bearer {token}"
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout, transport=transport, auth=auth, headers=headers
         )

@@ -16,6 +16,10 @@ class SessionTime(WireModel):
     archived: float | None = None
 
 
+class SessionShare(WireModel):
+    url: str
+
+
 class SessionSummary(WireModel):
     additions: int = 0
     deletions: int = 0
@@ -80,6 +84,8 @@ class Session(WireModel):
     metadata: dict[str, Any] | None = None
     permission: list[PermissionRule] | None = None
     revert: SessionRevert | None = None
+    # a share link, in the answer to POST /session/{id}/share only: only a hash is kept
+    share: SessionShare | None = None
 
 
 class StatusIdle(WireModel):

@@ -18,6 +18,7 @@ from partwire.server.authorize import authorize
 from partwire.server.guard import RequestGuard
 from partwire.server.limits import BodyLimit, UnicodeGuard
 from partwire.server.routes import (
+    access,
     actions,
     agent,
     agui,
@@ -129,6 +130,7 @@ def create_app(settings: Settings) -> FastAPI:
         worktree,
         hub,
         metrics,
+        access,
     ):
         app.include_router(module.router)
     app.mount("/socket.io", clients.asgi())

@@ -29,6 +29,8 @@ OPEN_PATHS = frozenset({"/global/health"})
 # send them on a WebSocket): it is let through marked, and the route must redeem the ticket
 TICKET_SCOPE_KEY = "partwire.needs_ticket"
 PRINCIPAL_SCOPE_KEY = "partwire.principal"
+SHARE_COOKIE = "partwire_share"  # a share link's token, set when the link is opened
+SHARE_PATH = "/share/"  # opening a share link needs no credentials: it is one
 NOBODY = Principal(name="nobody", scope="read", shared="")
 _TICKETED = re.compile(r"^(/api)?/pty/[^/]+/connect$")
 _BODY = json.dumps(
@@ -81,7 +83,9 @@ class Authenticate:
         if header is None:
             if self.open_locally and not await self.accounts.has_users():
                 return LOCAL_ADMIN
-            return None
+            shared = _share_cookie(scope)
+            found = await self._token(shared.encode()) if shared else None
+            return found if found is not None and found.shared is not None else None
         scheme, _, credentials = header.partition(b" ")
         scheme = scheme.lower()
         if scheme == b"bearer":
@@ -106,7 +110,7 @@ class Authenticate:
         return await self.accounts.principal(text)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
+        if scope["type"] not in ("http", "websocket") or _open(scope["path"]):
             await self.app(scope, receive, send)
             return
         principal = await self._principal(scope)
@@ -130,6 +134,21 @@ class Authenticate:
             }
         )
         await send({"type": "http.response.body", "body": _BODY})
+
+
+def _open(path: str) -> bool:
+    return path in OPEN_PATHS or path.startswith(SHARE_PATH)
+
+
+def _share_cookie(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"cookie":
+            text: str = bytes(value).decode("latin-1")
+            for pair in text.split(";"):
+                key, _, found = pair.strip().partition("=")
+                if key == SHARE_COOKIE and found:
+                    return found
+    return None
 
 
 def _authorization(scope: Scope) -> bytes | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
@@ -29,8 +27,8 @@ from partwire.schema.input import (
 )
 from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
-from partwire.schema.session import Session
-from partwire.server.routes.scope import session_project
+from partwire.schema.session import Session, SessionShare
+from partwire.server.routes.scope import runtime_of, session_project
 from partwire.server.routes.session import wire
 from partwire.session.agents import DEFAULT_SUBAGENT, get_agent
 from partwire.session.prompt import refuse_taken_ids
@@ -143,20 +141,20 @@ async def _with_shell_output(
     return commands.fill_shell(text, outputs)
 
 
-def _not_shared() -> Response:
-    body = {"name": "NotImplemented", "data": {"message": "Sharing is not available in partwire"}}
-    return Response(json.dumps(body), status_code=501, media_type="application/json")
-
-
-@router.post("/share", response_model=Session, operation_id="session.share", status_code=501)
+@router.post("/share", response_model=Session, operation_id="session.share")
 async def share(request: Request, sessionID: str) -> Response:
-    await session_project(request, sessionID)
-    return _not_shared()
+    """A read-only link to the session (and its sub-agents'), live in the web UI without
+    an account, until unshared: ``share.url`` holds it, in this answer only (a hash of it
+    is kept). Each call makes a new link; DELETE ends them all."""
+    session, _ = await session_project(request, sessionID)
+    secret = await runtime_of(request).accounts.share(sessionID)
+    url = f"{str(request.base_url).rstrip('/')}/share/{secret}"
+    return wire(session.model_copy(update={"share": SessionShare(url=url)}))
 
 
 @router.delete("/share", response_model=Session, operation_id="session.unshare")
 async def unshare(request: Request, sessionID: str) -> Response:
-    """No partwire session is shared, so there is nothing to undo: the session, as it is
-    (as opencode answers for a session it never shared)."""
+    """Every share link of the session stops working, live streams opened with one too."""
     session, _ = await session_project(request, sessionID)
+    await runtime_of(request).accounts.unshare(sessionID)
     return wire(session)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from partwire.access import LOCAL_ADMIN
 from partwire.schema.base import WireModel
 from partwire.schema.export import SessionExport
 from partwire.schema.input import (
@@ -23,6 +24,7 @@ from partwire.schema.message import AssistantWithParts, MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Todo
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
+from partwire.server.auth import principal_of
 from partwire.server.authorize import check_session, owner_of, readable_filter
 from partwire.server.routes.scope import requested_project, runtime_of, session_project
 from partwire.session.loop import leave_running
@@ -77,7 +79,7 @@ async def create_session(
     request: Request, body: Annotated[SessionCreateInput | None, Body()] = None
 ) -> Response:
     runtime = _runtime(request)
-    if runtime.settings.server_password:
+    if not runtime.settings.embedded and principal_of(request.scope) is not LOCAL_ADMIN:
         runtime.quotas.create_session(request.client.host if request.client else "?")
     body = body or SessionCreateInput()
     if body.parent_id is not None:

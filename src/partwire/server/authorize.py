@@ -23,7 +23,7 @@ from partwire.access import Action, Principal, can
 from partwire.accounts import readable
 from partwire.errors import NotFoundError, RefusedError
 from partwire.runtime import Runtime
-from partwire.schema.event import Event
+from partwire.schema.event import Event, parse_logged
 from partwire.server.auth import OPEN_PATHS, principal_of
 
 Policy = Literal[
@@ -79,7 +79,6 @@ POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/ui/chat/{chatID}/stream"): "route",
     ("GET", "/ui/chat/{chatID}/messages"): "route",
     ("POST", "/agui"): "route",
-    ("GET", "/session/{sessionID}/compare"): "route",
     ("WEBSOCKET", "/ws"): "listed",  # the hub checks each subscription
     ("POST", "/log"): "create",
     ("GET", "/doc"): "any",
@@ -271,6 +270,8 @@ class Visibility:
                 await self.start()
                 self.hidden.clear()
             session_id = event.session_id
+            if session_id is None and event.in_log:  # read back from the log, unparsed
+                session_id = parse_logged(event).session_id
             if session_id is None:
                 if event.type in OPEN_EVENTS:
                     kept.append(event)

@@ -236,8 +236,7 @@ async def compare_sessions(request: Request, sessionID: str, other: str) -> Resp
     ``partwire eval A B --format json`` prints them (session/evaluation.py)."""
     from partwire.session.evaluation import as_json, compare
 
-    await check_session(request, sessionID, "read")
-    await check_session(request, other, "read")
+    await check_session(request, other, "read")  # sessionID's is the route's policy
     store = _runtime(request).store
     a, b = await store.list_messages(sessionID), await store.list_messages(other)
     if not a:

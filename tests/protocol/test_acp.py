@@ -265,3 +265,33 @@ async def test_attach_drives_a_running_server(project: Path, tmp_path: Path) -> 
     words = "".join(p.get("text", "") for p in stored[1]["parts"] if p["type"] == "text")
     assert agent_text(seen["live"]["updates"], stored[1]["info"]["id"]) == words
     assert not (tmp_path / "other-data" / "partwire.db").exists()  # no store of its own
+
+
+@needs_node
+async def test_attach_signs_in_with_partwire_token(project: Path, tmp_path: Path) -> None:
+    """A server with users: `partwire acp --attach` signs in with PARTWIRE_TOKEN, and the
+    session it makes is that user's."""
+    from dataclasses import replace
+
+    from partwire.config import load_settings
+    from tests.server.test_team_access import add_token
+
+    state = tmp_path / "server"
+    server_settings = load_settings(project_dir=project, data_dir=state / "data", env={})
+    token = add_token(replace(server_settings), "alice")
+    with partwire_serve(project, state, delay_ms=1) as url:
+        env = {"PARTWIRE_DATA_DIR": str(tmp_path / "other-data"), "PARTWIRE_TOKEN": token}
+        os.environ.update(env)
+        try:
+            seen = await run_node(
+                "acp.mjs", str(project), "once", "build", "hello",
+                "--", *ACP, "--project", str(project), "--attach", url,
+            )  # fmt: skip
+        finally:
+            for key in env:
+                os.environ.pop(key)
+        bearer = {"authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=url, headers=bearer) as http:
+            access = (await http.get(f"/session/{seen['sessionId']}/access")).json()
+            assert (await http.get("/session", headers={"authorization": ""})).status_code == 401
+    assert access["grants"] == [{"user": "alice", "role": "owner"}]

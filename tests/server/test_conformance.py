@@ -82,12 +82,12 @@ CASES: list[tuple[str, str, Any]] = [
     ("post", "/global/dispose", None),
     ("post", "/project/git/init", None),
     ("get", "/experimental/session?roots=true&limit=5", None),
-    ("delete", "/session/{s}/share", None),  # never shared: the session as it is
+    ("post", "/session/{s}/share", None),  # share.url: a read-only link
+    ("delete", "/session/{s}/share", None),
 ]
 # answered by dedicated tests: streams, 204s, and the clear-501 and 404 answers
 ELSEWHERE = {
     ("get", "/event"), ("get", "/global/event"), ("post", "/session/{sessionID}/prompt_async"),
-    ("post", "/session/{sessionID}/share"),
     ("post", "/mcp"), ("post", "/session/{sessionID}/command"), ("patch", "/config"),
     ("post", "/permission/{requestID}/reply"), ("post", "/question/{requestID}/reply"),
     ("post", "/question/{requestID}/reject"),
@@ -136,6 +136,9 @@ PARTWIRE_ONLY = {
     ("post", "/editor/{requestID}/reply"),  # tests/server/test_editor.py
     ("post", "/session/{sessionID}/replay"),  # tests/server/test_replay_session.py
     ("get", "/session/{sessionID}/compare"),  # tests/server/test_replay_session.py
+    ("get", "/session/{sessionID}/access"),  # tests/server/test_team_access.py
+    ("post", "/session/{sessionID}/access"),  # tests/server/test_team_access.py
+    ("get", "/user"),  # tests/server/test_team_access.py
 }
 
 _NAMES = {
@@ -220,7 +223,6 @@ async def test_every_route_has_a_conformance_case(http: httpx.AsyncClient) -> No
 @pytest.mark.parametrize(
     ("method", "path", "status"),
     [
-        ("post", "/session/{s}/share", 501),
         ("post", "/mcp", 501),
         ("post", "/session/{s}/command", 404),
     ],

@@ -42,11 +42,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 # the only operations that answer 501, on purpose: features partwire does not have
-NOT_IMPLEMENTED = {
-    ("POST", "/session/{sessionID}/share"),
-    ("DELETE", "/session/{sessionID}/share"),
-    ("POST", "/mcp"),
-}
+NOT_IMPLEMENTED = {("POST", "/mcp")}
 
 
 def _check(case: schemathesis.Case, live_server: str) -> None:

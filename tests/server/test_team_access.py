@@ -63,9 +63,7 @@ def team(settings: Settings) -> Team:
 
 
 def as_user(url: str, token: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=url, timeout=15, headers={"authorization": f"Bearer {token}"}
-    )
+    return httpx.AsyncClient(base_url=url, timeout=15, headers={"authorization": f"Bearer {token}"})
 
 
 async def _prompt(http: httpx.AsyncClient, sid: str, text: str = "hello") -> None:
@@ -348,9 +346,7 @@ async def test_chats_of_the_ai_sdk_and_ag_ui_are_the_owners(
         assert (await alice_http.get("/ui/chat/chat-a/messages")).status_code == 200
 
 
-async def test_tokens_sign_in_until_revoked_or_expired(
-    settings: Settings, team: Team
-) -> None:
+async def test_tokens_sign_in_until_revoked_or_expired(settings: Settings, team: Team) -> None:
     expired = add_token(settings, "dave", expires_ms=now_ms() + 300)
     async with serve_in_background(settings) as url, httpx.AsyncClient(base_url=url) as http:
         # users exist: loopback no longer signs anyone in without credentials
@@ -362,7 +358,9 @@ async def test_tokens_sign_in_until_revoked_or_expired(
         assert (await http.get("/session", auth=("anyone", team.alice))).status_code == 200
         me = (await http.get("/user", headers=bearer)).json()
         assert me == {"name": "alice", "scope": "write", "user": "alice"}
-        assert (await http.get("/session", headers={"authorization": "Bearer pwt_nope"})).status_code == 401
+        assert (
+            await http.get("/session", headers={"authorization": "Bearer pwt_nope"})
+        ).status_code == 401
         await asyncio.sleep(0.4)
         dave = {"authorization": f"Bearer {expired}"}
         assert (await http.get("/session", headers=dave)).status_code == 401

@@ -149,9 +149,9 @@ async def test_events_after_replays_in_order_and_reports_a_gap(make_store: MakeS
         published = [e.id for e in sub.drain()]
         replay = await store.events_after(published[24])
         assert [e.id for e in replay] == published[25:]
-        from partwire.storage.sqlite import _Prune
+        from partwire.storage.writes import EventPrune
 
-        await store._submit(_Prune(retain=10))
+        await store._submit(EventPrune(retain=10))
         with pytest.raises(EventLogGap):
             await store.events_after(published[2])
         assert [e.id for e in await store.events_after(published[-3])] == published[-2:]
@@ -191,6 +191,7 @@ async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> No
         (4, "event ids from sequence"),
         (5, "sessions shared by servers"),
         (6, "server commands"),
+        (7, "users and access"),
     ]
     if not isinstance(store, PostgresStore):
         with sqlite3.connect(store.path) as conn:

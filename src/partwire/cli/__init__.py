@@ -263,11 +263,11 @@ def _add_accounts(commands: Commands, shared: _Shared) -> None:
     users = commands.add_parser("users", help="a team's users (tokens: partwire token)")
     user_commands = users.add_subparsers(dest="users_command", required=True)
     add = user_commands.add_parser("add", parents=[shared.logs], help="add a user")
-    add.add_argument("name")
+    add.add_argument("name", help="the user's name (letters, digits, . _ @ -)")
     remove = user_commands.add_parser(
         "remove", parents=[shared.logs], help="remove a user, their tokens and grants"
     )
-    remove.add_argument("name")
+    remove.add_argument("name", help="the user")
     user_commands.add_parser("list", parents=[shared.logs], help="list the users")
     token = commands.add_parser("token", help="make, list or revoke users' tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
@@ -291,13 +291,13 @@ def _add_accounts(commands: Commands, shared: _Shared) -> None:
     access = commands.add_parser(
         "access", parents=parents, help="who may read or write a session; give or take access"
     )
-    access.add_argument("session", metavar="ID")
+    access.add_argument("session", metavar="ID", help="the session")
     access.add_argument("--user", help="the user to give or take access")
     access.add_argument("--role", choices=("read", "write", "none"), help="with --user")
     share = commands.add_parser(
         "share", parents=parents, help="a read-only link to a session (--end: end its links)"
     )
-    share.add_argument("session", metavar="ID")
+    share.add_argument("session", metavar="ID", help="the session")
     share.add_argument("--end", action="store_true", help="end every link of the session")
 
 

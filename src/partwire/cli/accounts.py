@@ -4,7 +4,6 @@ not. A token is printed once; only its SHA-256 is kept."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import sqlite3
@@ -15,7 +14,6 @@ from rich.console import Console
 
 from partwire import ids
 from partwire.access import Scope
-from partwire.bus import Bus
 from partwire.clock import now_ms
 from partwire.config import Settings
 from partwire.errors import BadRequestError, StorageError
@@ -79,17 +77,11 @@ def database(settings: Settings) -> Iterator[Conn]:
             conn.close()
         return
     from partwire.storage.health import schema_version as sqlite_version
-    from partwire.storage.sqlite import SqliteStore, _connect
+    from partwire.storage.sqlite import _connect, prepare
 
     path = settings.database_path
     if not path.exists() or _version(path, sqlite_version) < LATEST_VERSION:
-        store = SqliteStore(path, Bus())  # made, or migrated, as a server would
-
-        async def migrate() -> None:
-            await store.open()
-            await store.close()
-
-        asyncio.run(migrate())
+        prepare(path)  # made, or migrated, as a server would
     lite = _connect(path)
     try:
         with lite:

@@ -24,7 +24,7 @@ from partwire.accounts import readable
 from partwire.errors import NotFoundError, RefusedError
 from partwire.runtime import Runtime
 from partwire.schema.event import Event, parse_logged
-from partwire.server.auth import OPEN_PATHS, principal_of
+from partwire.server.auth import OPEN_PATHS, TICKET_SCOPE_KEY, principal_of
 
 Policy = Literal[
     "read",  # the path's session, read
@@ -180,6 +180,8 @@ async def authorize(connection: HTTPConnection) -> None:
     path = getattr(route, "path", None)
     if path is None or path in OPEN_PATHS or path == "/share/{secret}":
         return
+    if connection.scope.get(TICKET_SCOPE_KEY, False):
+        return  # a terminal's socket on a one-use ticket an admin was given: pty.py redeems it
     method = "WEBSOCKET" if connection.scope["type"] == "websocket" else connection.scope["method"]
     principal = principal_of(connection.scope)
     if principal.is_admin:

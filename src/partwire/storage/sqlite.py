@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import TypeAdapter
 
@@ -47,6 +47,7 @@ from partwire.storage.recovery import SessionRecovery, recover
 from partwire.storage.writer import Writer
 from partwire.storage.writes import (
     DeltaAppend,
+    EventPrune,
     HistoryPut,
     IdTakenError,
     MessageDelete,
@@ -221,7 +222,7 @@ class SqliteStore:
     def _count_delivery(self) -> None:
         self._delivered += 1
         if self._delivered % PRUNE_EVERY_BATCHES == 0:
-            self._submit(_Prune(retain=self.retain_events))
+            self._submit(EventPrune(retain=self.retain_events))
 
     async def put_session(
         self, session: Session, events: list[Draft], *, sets_budget: bool = False
@@ -488,26 +489,7 @@ def _use_small_pages(conn: sqlite3.Connection) -> None:
 _UNPARSED = Empty()
 
 
-class _Prune(Write):
-    """Drop the oldest events beyond the retention count, never a streaming part's deltas."""
-
-    def __init__(self, retain: int) -> None:
-        super().__init__()
-        self.retain = retain
-
-    def apply(self, ctx: Any) -> None:
-        conn: Conn = ctx.conn
-        ctx.insert_rows()  # this batch's rows so far count too
-        newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
-        if newest is None or newest <= self.retain:
-            return
-        cutoff = newest - self.retain
-        floor = conn.execute("SELECT MIN(delta_seq) FROM part").fetchone()[0]
-        if floor is not None:  # a streaming part's row needs the deltas logged after it
-            cutoff = min(cutoff, floor + 1)
-        deleted = conn.execute("DELETE FROM event_log WHERE seq < ?", (cutoff,)).rowcount
-        if deleted:
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('pruned', '1') "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-            )
+def prepare(path: Path) -> None:
+    """Make or migrate the database file as a server's start does, starting nothing
+    (``partwire users`` and ``token`` before any server ran)."""
+    SqliteStore(path, Bus())._prepare()

@@ -298,3 +298,27 @@ class DeltaAppend(Write):
     def apply(self, ctx: WriteContext) -> None:
         assert self.delta is not None
         ctx.log(MessagePartDelta(self.delta))
+
+
+@dataclass
+class EventPrune(Write):
+    """Drop the oldest events beyond the retention count, never a streaming part's deltas."""
+
+    retain: int = 0
+
+    def apply(self, ctx: WriteContext) -> None:
+        conn = ctx.conn
+        ctx.insert_rows()  # this batch's rows so far count too
+        newest = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
+        if newest is None or newest <= self.retain:
+            return
+        cutoff = newest - self.retain
+        floor = conn.execute("SELECT MIN(delta_seq) FROM part").fetchone()[0]
+        if floor is not None:  # a streaming part's row needs the deltas logged after it
+            cutoff = min(cutoff, floor + 1)
+        deleted = conn.execute("DELETE FROM event_log WHERE seq < ?", (cutoff,)).rowcount
+        if deleted:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('pruned', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            )

@@ -17,7 +17,7 @@ LAYERS = {
     "bus": 2, "storage": 2, "providers": 2, "tools": 2, "permission": 2, "question": 2,
     "workspace": 2, "file_index": 2, "skills": 2, "commands": 2, "editor": 2, "quotas": 2,
     "terminals": 2, "tuicontrol": 2, "config_watch": 2, "metrics": 2, "tracing": 2,
-    "accounts": 2,
+    "accounts": 2, "presence": 2,
     "session": 3, "worktrees": 3,
     "runtime": 4, "replays": 4,
     "server": 5, "protocol": 5, "client": 5,

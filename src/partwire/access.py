@@ -14,6 +14,7 @@ may read or write it; a sub-agent's session is reached through its parent's.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,6 +47,18 @@ class Principal:
 
 
 LOCAL_ADMIN = Principal(name="local", scope="admin")
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting in this request, and with what client (web, cli, acp, …)."""
+
+    principal: Principal
+    client: str
+
+
+# set for each request by the server's authentication: who answers an ask, say
+acting: ContextVar[Actor | None] = ContextVar("partwire_acting", default=None)
 
 
 def password_admin(username: str) -> Principal:

@@ -27,6 +27,7 @@ from partwire.schema.event import (
     PermissionRepliedProps,
     SessionInfo,
     SessionUpdated,
+    answered_by,
 )
 from partwire.schema.permission import (
     PermissionReply,
@@ -289,7 +290,9 @@ class Permissions:
         props = PermissionRepliedProps(
             session_id=pending.request.session_id, request_id=pending.request.id, reply=reply
         )
-        await self.store.publish([PermissionReplied(props)])
+        request = pending.request
+        answered = answered_by(request.session_id, request.id)
+        await self.store.publish([PermissionReplied(props), *answered])
         if not pending.future.done():
             pending.future.set_result((reply, message))
 

@@ -16,6 +16,7 @@ from partwire.schema.event import (
     QuestionRejected,
     QuestionReplied,
     QuestionRepliedProps,
+    answered_by,
 )
 from partwire.schema.permission import QuestionInfo, QuestionRequest, ToolRef
 from partwire.storage.base import Store
@@ -97,7 +98,8 @@ class Questions:
         props = QuestionRepliedProps(
             session_id=pending.request.session_id, request_id=request_id, answers=answers
         )
-        await self.store.publish([QuestionReplied(props)])
+        answered = answered_by(pending.request.session_id, request_id)
+        await self.store.publish([QuestionReplied(props), *answered])
         if not pending.future.done():
             pending.future.set_result(answers)
 
@@ -112,7 +114,8 @@ class Questions:
         pending = self._take(request_id)
         self._pending.pop(request_id, None)
         ref = QuestionRef(session_id=pending.request.session_id, request_id=request_id)
-        await self.store.publish([QuestionRejected(ref)])
+        answered = answered_by(pending.request.session_id, request_id)
+        await self.store.publish([QuestionRejected(ref), *answered])
         if not pending.future.done():
             pending.future.set_result(None)
 

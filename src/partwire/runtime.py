@@ -25,6 +25,7 @@ from partwire.config import Settings
 from partwire.editor import EditorFiles
 from partwire.errors import BadRequestError, TooManyRequestsError
 from partwire.permission import Permissions
+from partwire.presence import Presence
 from partwire.private import private_dir
 from partwire.providers.builtin import load_builtin_providers
 from partwire.providers.registry import Closer
@@ -145,6 +146,7 @@ class Runtime:
     quotas: Quotas = field(default_factory=Quotas)
     editor: EditorFiles | None = None  # set by build: reads through an attached editor
     accounts: Accounts = field(init=False)  # users, tokens, grants (partwire/accounts.py)
+    presence: Presence = field(init=False)  # who follows which session here
     background: set[asyncio.Task[None]] = field(default_factory=set)
     tui: TuiControl = field(default_factory=TuiControl)
     _warming: asyncio.Future[None] | None = None
@@ -153,6 +155,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.accounts = Accounts(self.store)
+        self.presence = Presence(self.bus, self.instance_id)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

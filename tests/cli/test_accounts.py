@@ -85,3 +85,35 @@ async def test_the_cli_signs_in_with_partwire_token(settings: Settings, tmp_path
             prompt = {"parts": [{"type": "text", "text": "mine now"}]}
             refused = await http.post(f"/session/{session_id}/message", json=prompt)
             assert refused.status_code == 403
+
+
+def test_run_says_who_watches_and_who_answered() -> None:
+    import io
+
+    from rich.console import Console
+
+    from partwire.cli.render import Renderer
+    from partwire.schema.event import (
+        AskAnswered,
+        AskAnsweredProps,
+        SessionPresence,
+        SessionPresenceProps,
+        Watcher,
+    )
+
+    err = io.StringIO()
+    renderer = Renderer(Console(file=io.StringIO()), Console(file=err, width=200), "ses_a")
+    watchers = [
+        Watcher(user="alice", client="web", transport="hub", since=1),
+        Watcher(user="bob", client="cli", transport="event", since=2),
+    ]
+    for listed in (watchers, watchers, watchers[1:]):
+        props = SessionPresenceProps(session_id="ses_a", instance_id="ins_1", watchers=listed)
+        renderer.handle(SessionPresence(props).with_id("evt_1"))
+    answered = AskAnsweredProps(session_id="ses_a", request_id="per_1", by="alice", client="web")
+    renderer.handle(AskAnswered(answered).with_id("evt_2"))
+    assert err.getvalue().splitlines() == [
+        "watching: alice (web), bob (cli)",
+        "watching: bob (cli)",
+        "alice (web) answered per_1",
+    ]

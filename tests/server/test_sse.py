@@ -114,8 +114,9 @@ def test_only_our_own_events_lack_a_reference_schema() -> None:
     from partwire.schema.event import REGISTRY
 
     missing = {t for t in REGISTRY if not has_schema(event_schema_name(t))}
-    # editor: acp; session.access: a session was shared or unshared (partwire's teams)
-    assert missing == {"server.heartbeat", "server.resync", "editor.read", "session.access"}
+    # editor: acp; the rest: a team's (sharing, who watches, who answered)
+    ours = {"session.access", "session.presence", "ask.answered"}
+    assert missing == {"server.heartbeat", "server.resync", "editor.read", *ours}
 
 
 async def test_heartbeat_when_nothing_else_happens(settings: Settings) -> None:

@@ -420,3 +420,55 @@ async def test_a_share_link_reads_one_session_live_until_unshared(
         await asyncio.sleep(1.2)
         assert (await guest.get(f"/session/{sid}")).status_code == 401
         assert (await guest.get(link.removeprefix(url))).status_code == 404
+
+
+async def test_presence_names_who_watches_and_who_answered(
+    settings: Settings, model: ScriptedModel, team: Team
+) -> None:
+    async with (
+        serve_in_background(settings) as url,
+        as_user(url, team.alice) as alice_http,
+        as_user(url, team.bob) as bob_http,
+    ):
+        sid = (await alice_http.post("/session", json={})).json()["id"]
+        grant = {"user": "bob", "role": "write"}
+        await alice_http.post(f"/session/{sid}/access", json=grant)
+        seen: list[dict[str, Any]] = []
+        web = {"x-partwire-client": "web"}
+        everything = asyncio.create_task(_read_events(alice_http, "/event", seen, web))
+        await asyncio.sleep(0.3)
+        cli = {"x-partwire-client": "cli"}
+        watching = asyncio.create_task(_read_events(bob_http, f"/event?watch={sid}", [], cli))
+
+        def watchers() -> list[tuple[str, str, str]]:
+            found = [e for e in seen if e["type"] == "session.presence"]
+            last = found[-1]["properties"]["watchers"] if found else []
+            return sorted((w["user"], w["client"], w["transport"]) for w in last)
+
+        await _until(lambda: watchers() == [("bob", "cli", "event")])
+        ws_url = url.replace("http://", "ws://") + "/ws?client=web"
+        headers = {"authorization": f"Bearer {team.alice}"}
+        async with aiohttp.ClientSession() as web_session:
+            async with web_session.ws_connect(ws_url, headers=headers) as ws:
+                await ws.send_json({"event": "subscribe", "data": {"sessionId": sid}})
+                await _until(
+                    lambda: watchers() == [("alice", "web", "hub"), ("bob", "cli", "event")]
+                )
+        await _until(lambda: watchers() == [("bob", "cli", "event")])
+        watching.cancel()
+        await _until(lambda: watchers() == [])
+        # an ask answered by bob says so, beside opencode's permission.replied
+        model.enqueue(tool_reply("read", {"filePath": "../secret.txt"}), text_reply("done"))
+        body = {"parts": [{"type": "text", "text": "read it"}], "model": SCRIPTED}
+        await alice_http.post(f"/session/{sid}/prompt_async", json=body)
+        await _until(lambda: any(e["type"] == "permission.asked" for e in seen))
+        ask = next(e for e in seen if e["type"] == "permission.asked")["properties"]["id"]
+        reply = await bob_http.post(
+            f"/permission/{ask}/reply", json={"reply": "once"}, headers={"x-partwire-client": "tui"}
+        )
+        assert reply.json() is True
+        await _until(lambda: any(e["type"] == "ask.answered" for e in seen))
+        answered = next(e for e in seen if e["type"] == "ask.answered")["properties"]
+        assert answered == {"sessionID": sid, "requestID": ask, "by": "bob", "client": "tui"}
+        await _idle(alice_http, sid)
+        everything.cancel()

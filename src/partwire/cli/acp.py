@@ -385,7 +385,7 @@ async def serve_acp(settings: Settings, attach: str | None) -> int:
     from partwire.cli.run import connected
 
     err = Console(stderr=True)
-    async with connected(attach, settings, err) as client:
+    async with connected(attach, settings, err, "acp") as client:
         agent = PartwireAgent(client, settings.project_dir)
         await agent.pump.start()
         try:

@@ -20,12 +20,14 @@ from rich.text import Text
 from partwire.clock import now_ms
 from partwire.schema.base import Tokens
 from partwire.schema.event import (
+    AskAnsweredProps,
     Event,
     MessageInfo,
     PartDeltaProps,
     PartUpdatedProps,
     SessionErrorProps,
     SessionInfo,
+    SessionPresenceProps,
     SessionStatusProps,
 )
 from partwire.schema.message import AssistantMessage
@@ -184,7 +186,10 @@ class Renderer:
             "message.part.delta": self._delta,
             "session.status": self._status,
             "session.error": self._session_error,
+            "session.presence": self._presence,
+            "ask.answered": self._answered,
         }
+        self._watchers: dict[str, str] = {}  # the last line said, by server
 
     def handle(self, event: Event) -> None:
         if isinstance(event.properties, SessionInfo) and event.type == "session.created":
@@ -335,6 +340,25 @@ class Renderer:
 
     def _session_error(self, props: SessionErrorProps) -> None:
         """Shown from the message's own error at the end; nothing to print here."""
+
+    def _presence(self, props: SessionPresenceProps) -> None:
+        """Who follows the session (on the server that tells), when that changes."""
+        if props.session_id != self.session_id:
+            return
+        names = sorted({f"{w.user} ({w.client})" for w in props.watchers})
+        line = ", ".join(names) or "nobody"
+        if self._watchers.get(props.instance_id) != line:
+            self._watchers[props.instance_id] = line
+            self._note(f"watching: {line}")
+
+    def _answered(self, props: AskAnsweredProps) -> None:
+        via = f" ({props.client})" if props.client else ""
+        self._note(f"{props.by}{via} answered {props.request_id}")
+
+    def _note(self, text: str) -> None:
+        self.slot.stop()
+        self._end_line()
+        self.err.print(f"[dim]{text}[/dim]", highlight=False)
 
     def _end_line(self) -> None:
         if self._open_line is not None:

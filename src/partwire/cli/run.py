@@ -52,12 +52,14 @@ async def attached_server(
 
 @contextlib.asynccontextmanager
 async def connected(
-    attach: str | None, settings: Settings, console: Console
+    attach: str | None, settings: Settings, console: Console, kind: str = "cli"
 ) -> AsyncIterator[PartwireClient]:
-    """A client of the server to talk to (see ``attached_server``), in this project."""
+    """A client of the server to talk to (see ``attached_server``), in this project;
+    ``kind`` is what the server is told it is (cli, acp)."""
+    directory = str(settings.project_dir)
     async with (
         attached_server(attach, settings, console) as (url, credentials),
-        PartwireClient(url, directory=str(settings.project_dir), **credentials) as client,
+        PartwireClient(url, directory=directory, client_kind=kind, **credentials) as client,
     ):
         yield client
 
@@ -247,7 +249,7 @@ async def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
         err.print(f"[dim]session {session.id}[/dim]")
         renderer = _renderer(args, out, err, session.id)
         answerer = Answerer(client, err, auto_allow=args.yes, family={session.id})
-        events = client.events()
+        events = client.events(watch=session.id)
         await _wait_connected(events)
         with CtrlC(client, session.id, renderer, answerer) as ctrl_c:
             try:

@@ -86,6 +86,7 @@ class PartwireClient(TeamCalls):
         auth: tuple[str, str] | None = None,
         token: str | None = None,
         directory: str | None = None,
+        client_kind: str = "python",
     ) -> None:
         """``directory`` names the project every request is about (opencode's
         ``x-opencode-directory``); without it the server uses the one it started in.
@@ -95,6 +96,7 @@ class PartwireClient(TeamCalls):
         headers = {"x-opencode-directory": quote(directory, safe="/")} if directory else {}
         if token is not None:
             headers["authorization"] = f"Bearer {token}"
+        headers["x-partwire-client"] = client_kind  # who watches, who answered
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout, transport=transport, auth=auth, headers=headers
         )
@@ -456,8 +458,11 @@ class PartwireClient(TeamCalls):
 
     # ---- events --------------------------------------------------------------------------
 
-    async def events(self, last_event_id: str | None = None) -> AsyncGenerator[Event, None]:
-        """Every event from the server, reconnecting with Last-Event-ID after a drop.
+    async def events(
+        self, last_event_id: str | None = None, *, watch: str | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Every event from the server, reconnecting with Last-Event-ID after a drop;
+        ``watch`` counts this client as one of that session's watchers meanwhile.
 
         Logged events are yielded exactly once and in order across reconnects;
         ``server.connected`` is yielded on every (re)connection.
@@ -465,7 +470,7 @@ class PartwireClient(TeamCalls):
         attempt = 0
         while True:
             try:
-                async for sse_id, event in self._event_stream(last_event_id):
+                async for sse_id, event in self._event_stream(last_event_id, watch):
                     attempt = 0
                     if sse_id:  # the server names a cursor only for events in its log
                         last_event_id = sse_id
@@ -477,13 +482,15 @@ class PartwireClient(TeamCalls):
             await asyncio.sleep(delay)
 
     async def _event_stream(
-        self, last_event_id: str | None
+        self, last_event_id: str | None, watch: str | None = None
     ) -> AsyncIterator[tuple[str | None, Event]]:
         headers = {"Accept": "text/event-stream"}
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         timeout = httpx.Timeout(None, connect=10.0)
-        async with self._http.stream("GET", "/event", headers=headers, timeout=timeout) as response:
+        params = {"watch": watch} if watch else None
+        stream = self._http.stream("GET", "/event", headers=headers, timeout=timeout, params=params)
+        async with stream as response:
             _raise_for(response)
             data: list[str] = []
             sse_id: str | None = None

@@ -192,6 +192,31 @@ class SessionRef(WireModel):
     session_id: str = Field(alias="sessionID")
 
 
+class Watcher(WireModel):
+    """One client following a session: who (a user's name, "local", "share"), with what
+    (``client``: web, cli, acp, opencode, …) and over which transport."""
+
+    user: str
+    client: str
+    transport: str
+    since: int
+
+
+class SessionPresenceProps(WireModel):
+    session_id: str = Field(alias="sessionID")
+    instance_id: str = Field(alias="instanceID")  # the server these watchers are on
+    watchers: list[Watcher]
+
+
+class AskAnsweredProps(WireModel):
+    """Who answered a permission or question ask (opencode's replied events say what)."""
+
+    session_id: str = Field(alias="sessionID")
+    request_id: str = Field(alias="requestID")
+    by: str
+    client: str | None = None
+
+
 class SessionStatusProps(WireModel):
     session_id: str = Field(alias="sessionID")
     status: SessionStatus
@@ -337,6 +362,28 @@ SessionUpdated = define("session.updated", SessionInfo)
 SessionDeleted = define("session.deleted", SessionInfo)
 # partwire's: who may read or write the session changed (it was shared or unshared)
 SessionAccessChanged = define("session.access", SessionRef)
+# partwire's: who follows the session now, on one server (not kept: it is live only)
+SessionPresence = define("session.presence", SessionPresenceProps, logged=False)
+# partwire's: who answered an ask (kept beside opencode's permission/question.replied)
+AskAnswered = define("ask.answered", AskAnsweredProps)
+
+
+def answered_by(session_id: str, request_id: str) -> list[Draft]:
+    """``ask.answered`` naming who is acting (``partwire.access.acting``), when known."""
+    from partwire.access import acting
+
+    actor = acting.get()
+    if actor is None:
+        return []
+    props = AskAnsweredProps(
+        session_id=session_id,
+        request_id=request_id,
+        by=actor.principal.name,
+        client=actor.client,
+    )
+    return [AskAnswered(props)]
+
+
 SessionStatusChanged = define("session.status", SessionStatusProps)
 SessionIdle = define("session.idle", SessionRef)
 SessionError = define("session.error", SessionErrorProps)

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from partwire.access import LOCAL_ADMIN, Principal, password_admin
+from partwire.access import LOCAL_ADMIN, Actor, Principal, acting, password_admin
 from partwire.storage.accounts import TOKEN_PREFIX
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class Authenticate:
             return
         principal = await self._principal(scope)
         if principal is not None:
+            acting.set(Actor(principal, client_kind(scope)))
             await self.app({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
             return
         if scope["type"] == "websocket" and _offers_ticket(scope):
@@ -134,6 +135,31 @@ class Authenticate:
             }
         )
         await send({"type": "http.response.body", "body": _BODY})
+
+
+_CLIENT = re.compile(r"[^a-z0-9._-]")
+
+
+def client_kind(scope: Scope) -> str:
+    """What kind of client a request comes from: ``?client=`` or ``x-partwire-client``
+    (partwire's own clients say), else guessed from its User-Agent."""
+    named = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("client")
+    found = named[0] if named else None
+    agent = ""
+    for name, value in scope.get("headers", []):
+        if name == b"x-partwire-client" and found is None:
+            found = bytes(value).decode("latin-1")
+        elif name == b"user-agent":
+            agent = bytes(value).decode("latin-1").lower()
+    if found is None:
+        found = (
+            "opencode"
+            if "opencode" in agent
+            else "web"
+            if agent.startswith("mozilla")
+            else agent.split("/", 1)[0] or "unknown"
+        )
+    return _CLIENT.sub("", found.lower())[:32] or "unknown"
 
 
 def _open(path: str) -> bool:

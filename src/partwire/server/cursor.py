@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
 from partwire import metrics
+from partwire.access import Actor, acting
 from partwire.bus import Subscription
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
@@ -158,14 +159,27 @@ async def live(
 
 
 @contextlib.contextmanager
-def counted(runtime: Runtime, client: str | None, transport: str) -> Iterator[None]:
+def counted(
+    runtime: Runtime,
+    client: str | None,
+    transport: str,
+    watch: str | None = None,
+    actor: Actor | None = None,
+) -> Iterator[None]:
     """A stream of ``client``'s on ``transport``, counted against its quota while it is
-    open (the route checked the quota before answering) and in GET /metrics."""
-    if client is None:
-        yield
-        return
-    runtime.quotas.open_stream(client, transport)
-    try:
-        yield
-    finally:
-        runtime.quotas.close_stream(client, transport)
+    open (the route checked the quota before answering) and in GET /metrics; with
+    ``watch``, one of that session's watchers (``session.presence``) meanwhile, as the
+    request's actor (``partwire.access.acting``) unless ``actor`` says."""
+    with contextlib.ExitStack() as stack:
+        who = actor or acting.get()
+        if watch is not None and who is not None:
+            name, kind = who.principal.name, who.client
+            stack.enter_context(runtime.presence.watching(watch, name, kind, transport))
+        if client is None:
+            yield
+            return
+        runtime.quotas.open_stream(client, transport)
+        try:
+            yield
+        finally:
+            runtime.quotas.close_stream(client, transport)

@@ -30,11 +30,11 @@ if TYPE_CHECKING:  # the adapter loads with the first subscription, not at start
     from partwire.protocol.blocks import SessionEvents
     from partwire.schema.session_events import SessionEvent
 
-from partwire.access import Principal
+from partwire.access import Actor, Principal
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, PartwireError, TooManyRequestsError
 from partwire.runtime import Runtime
-from partwire.server.auth import principal_of
+from partwire.server.auth import client_kind, principal_of
 from partwire.server.authorize import may
 from partwire.server.cursor import counted, parse_cursor, resume_session, unsent
 from partwire.server.guard import origin_allowed
@@ -181,6 +181,7 @@ async def _live(
 class _Client:
     send: Send
     principal: Principal
+    kind: str = "unknown"  # web, cli, … (server/auth.py's client_kind)
     address: str = "?"  # its streams count against this address's quota
     follows: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
@@ -263,7 +264,8 @@ class ClientHub:
 
     async def _follow(self, client: _Client, session_id: str, since: str | None) -> None:
         try:
-            with counted(self.runtime, client.address, "hub"):
+            actor = Actor(client.principal, client.kind)
+            with counted(self.runtime, client.address, "hub", session_id, actor):
                 await follow(self.runtime, session_id, since, client.send)
         except (PartwireError, ConnectionError) as exc:
             log.info("hub: %s stopped: %s", session_id, exc)
@@ -283,9 +285,9 @@ class ClientHub:
                 raise FellBehind
             await self.sio.emit(name, data, to=sid)
 
-        principal = principal_of(environ.get("asgi.scope") or {})
+        scope = environ.get("asgi.scope") or {}
         address = str(environ.get("REMOTE_ADDR") or "?")
-        self.clients[sid] = _Client(send, principal, address=address)
+        self.clients[sid] = _Client(send, principal_of(scope), client_kind(scope), address)
 
     def backlog(self, sid: str) -> int:
         """Packets waiting to be written to this client (engine.io keeps them in a queue)."""
@@ -338,7 +340,7 @@ async def websocket(socket: WebSocket) -> None:
             await socket.send_json({"event": name, "data": data})
 
     address = socket.client.host if socket.client else "?"
-    client = _Client(send, principal_of(socket.scope), address=address)
+    client = _Client(send, principal_of(socket.scope), client_kind(socket.scope), address)
     try:
         while True:
             message = await socket.receive_json()

@@ -28,7 +28,7 @@ from partwire.schema.event import (
     ServerResync,
 )
 from partwire.server.auth import principal_of
-from partwire.server.authorize import Visibility
+from partwire.server.authorize import Visibility, check_session
 from partwire.server.cursor import STREAM_HEADERS, counted, log_pages, unsent
 from partwire.storage.base import EventLogGap
 
@@ -63,6 +63,8 @@ V2_TYPES = frozenset(REGISTRY) - {
     "server.instance.disposed",
     "server.resync",
     "session.access",
+    "session.presence",
+    "ask.answered",
 }
 
 
@@ -158,9 +160,10 @@ async def stream_events(
     frame: Framer,
     client: str | None,
     visibility: Visibility,
+    watch: str | None = None,
 ) -> AsyncIterator[str]:
     try:
-        with counted(runtime, client, "event"):
+        with counted(runtime, client, "event", watch):
             await visibility.start()
             async for text in _events(runtime, subscription, last_id, frame, visibility):
                 yield text
@@ -196,15 +199,20 @@ async def _events(
         yield frame(_fell_behind(sent))
 
 
-def _response(request: Request, frame: Framer) -> StreamingResponse:
+async def _response(request: Request, frame: Framer) -> StreamingResponse:
+    """``?watch=SESSION``: count this stream as one of the session's watchers
+    (``session.presence``), as ``partwire run`` does."""
     runtime: Runtime = request.app.state.runtime
     client = request.client.host if request.client else "?"
+    watch = request.query_params.get("watch") or None
+    if watch is not None:
+        await check_session(request, watch, "read")
     runtime.quotas.check_stream(client)  # 429 past the limit
     visibility = Visibility(runtime, principal_of(request.scope))
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     return StreamingResponse(
-        stream_events(runtime, subscription, last_id, frame, client, visibility),
+        stream_events(runtime, subscription, last_id, frame, client, visibility, watch),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )
@@ -212,16 +220,16 @@ def _response(request: Request, frame: Framer) -> StreamingResponse:
 
 @router.get("/event", summary="Subscribe to events (SSE)", operation_id="event.subscribe")
 async def subscribe(request: Request) -> StreamingResponse:
-    return _response(request, frame)
+    return await _response(request, frame)
 
 
 @router.get("/api/event", summary="v2 events (SSE)", operation_id="v2.event.subscribe")
 async def subscribe_v2(request: Request) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
-    return _response(request, v2_framer(str(runtime.settings.project_dir)))
+    return await _response(request, v2_framer(str(runtime.settings.project_dir)))
 
 
 @router.get("/global/event", summary="Events of every directory (SSE)", operation_id="global.event")
 async def subscribe_global(request: Request) -> StreamingResponse:
     runtime: Runtime = request.app.state.runtime
-    return _response(request, global_framer(str(runtime.settings.project_dir)))
+    return await _response(request, global_framer(str(runtime.settings.project_dir)))

@@ -117,6 +117,7 @@ class TurnStream(Generic[Item]):
     """Which turn one response follows, and its items so far."""
 
     def __init__(self, session_id: str, view: View[Item]) -> None:
+        self.session_id = session_id
         self.source = UIChunks(session_id, loose_asks_wait=view.loose_asks_wait)
         self.view = view
         self.follow: str | None = None  # the user message the turn answers
@@ -358,7 +359,7 @@ async def _respond(
     client: str,
 ) -> AsyncIterator[str]:
     try:
-        with counted(runtime, client, stream.view.transport):
+        with counted(runtime, client, stream.view.transport, stream.session_id):
             async for text in opening:
                 if text:
                     yield text

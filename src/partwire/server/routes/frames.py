@@ -136,7 +136,7 @@ async def stream_frames(
 
     frames = SessionFrames(session_id)
     try:
-        with counted(runtime, client, "frames"):
+        with counted(runtime, client, "frames", session_id):
             async for text in _frames(runtime, subscription, frames, shape, cursor):
                 yield text
     finally:

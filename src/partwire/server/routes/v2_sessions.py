@@ -497,7 +497,7 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
 
     async def stream() -> AsyncIterator[str]:
         try:
-            with counted(runtime, client, "v2"):
+            with counted(runtime, client, "v2", session.id):
                 pending: list[str] = []  # the history is folded and sent a piece at a time
                 async for event in History(runtime, session.id, head, DURABLE_SOURCES):
                     made = projection.durable(event)

@@ -28,7 +28,7 @@ export function useSessionActivity(sessionID: string): Activity {
     let stopped = false;
     let attempt = 0;
     const connect = () => {
-      const url = new URL("/ws", location.href);
+      const url = new URL("/ws?client=web", location.href); // the server counts who watches
       url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
       socket = new WebSocket(url);
       socket.onopen = () => {

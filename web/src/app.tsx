@@ -191,7 +191,49 @@ function BudgetMeter({ session }: { session: Session }) {
   );
 }
 
-function TopBar({ current, onMenu }: { current: string | null; onMenu: () => void }) {
+/** Who else follows this session (session.presence), in every client and server. */
+function Watchers({ sessionID }: { sessionID: string }) {
+  useStore(`presence:${sessionID}`);
+  const names = store.watchersOf(sessionID);
+  if (names.length === 0) return null;
+  return (
+    <span class="watchers" data-testid="watchers" title="Following this session now">
+      watching: {names.join(", ")}
+    </span>
+  );
+}
+
+/** A read-only link to the session, live without an account, until ended. */
+function ShareButton({ sessionID }: { sessionID: string }) {
+  const [link, setLink] = useState("");
+  const share = () =>
+    void api
+      .share(sessionID)
+      .then((s) => setLink(s.share?.url ?? ""))
+      .catch((e: Error) => store.reportError(e.message));
+  const end = () =>
+    void api
+      .unshare(sessionID)
+      .then(() => setLink(""))
+      .catch((e: Error) => store.reportError(e.message));
+  if (!link) {
+    return (
+      <button type="button" class="share-btn" onClick={share}>
+        Share
+      </button>
+    );
+  }
+  return (
+    <span class="share-link">
+      <input readOnly data-testid="share-link" value={link} onFocus={(e) => (e.target as HTMLInputElement).select()} />
+      <button type="button" onClick={end}>
+        End sharing
+      </button>
+    </span>
+  );
+}
+
+function TopBar({ current, onMenu, readOnly }: { current: string | null; onMenu: () => void; readOnly: boolean }) {
   const session = current ? store.sessions.get(current) : undefined;
   const parent = session?.parentID ? store.sessions.get(session.parentID) : undefined;
   const origin = originOf(session);
@@ -214,10 +256,29 @@ function TopBar({ current, onMenu }: { current: string | null; onMenu: () => voi
         )}
       </div>
       {session && <BudgetMeter session={session} />}
+      {current && <Watchers sessionID={current} />}
+      {current && !readOnly && <ShareButton key={current} sessionID={current} />}
+      {readOnly && (
+        <span class="read-only" data-testid="read-only">
+          read-only
+        </span>
+      )}
       {current && <ActivityBar key={current} sessionID={current} />}
       {current && <StatusPill sessionID={current} />}
     </header>
   );
+}
+
+/** Whether this page may change nothing: a share link's guest, or a read-only token. */
+function useReadOnly(): boolean {
+  const [readOnly, setReadOnly] = useState(false);
+  useEffect(() => {
+    void api
+      .whoami()
+      .then((caller) => setReadOnly(Boolean(caller.shared) || caller.scope === "read"))
+      .catch(() => undefined);
+  }, []);
+  return readOnly;
 }
 
 /** Esc stops the running session, unless something on screen used the key first
@@ -247,6 +308,7 @@ export function App() {
   const stop = () => current && void api.abort(current).catch((e: Error) => setError(e.message));
   const pick = (prompt: string) => void sendPrompt(current, [{ type: "text", text: prompt }], undefined, undefined).catch(() => undefined);
   useStopOnEscape(busy, stop);
+  const readOnly = useReadOnly();
   const title = current ? store.sessions.get(current)?.title : undefined;
   useEffect(() => {
     document.title = title ? `${title} · partwire` : "partwire";
@@ -261,7 +323,7 @@ export function App() {
         <SessionList current={current} onOpen={open} onError={setError} />
       </aside>
       <main class="main">
-        <TopBar current={current} onMenu={() => setMenu(!menu)} />
+        <TopBar current={current} onMenu={() => setMenu(!menu)} readOnly={readOnly} />
         {store.error && (
           <div class="toast" role="alert" onClick={() => setError("")}>
             {store.error} <span class="dismiss">×</span>
@@ -278,7 +340,7 @@ export function App() {
         )}
         {current && <TodoPanel sessionID={current} />}
         {current && <LooseAsks sessionID={current} />}
-        {!comparing && <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />}
+        {!comparing && !readOnly && <PromptBox busy={busy} onSend={(parts, model, agent) => sendPrompt(current, parts, model, agent)} onStop={stop} />}
       </main>
       <div class="scrim" onClick={() => setMenu(false)} />
     </div>

@@ -9,6 +9,7 @@ import type {
   Session,
   SessionStatus,
   Todo,
+  Watcher,
   WireEvent,
 } from "./types";
 
@@ -41,6 +42,11 @@ export class Store {
   permissions = new Map<string, PermissionRequest>();
   questions = new Map<string, QuestionRequest>();
   todos = new Map<string, Todo[]>();
+  /** Who follows each session, per server that told (session.presence). */
+  presence = new Map<string, Map<string, Watcher[]>>();
+  /** Who answered the ask raised by a tool call, by "messageID callID" (ask.answered). */
+  answeredBy = new Map<string, string>();
+  private askCalls = new Map<string, string>();
   connected = false;
   lastEventID: string | null = null;
   /** The last failed action, shown as a dismissible notice. */
@@ -236,9 +242,34 @@ export class Store {
   }
 
   replied(requestID: string): void {
+    const ask = this.permissions.get(requestID) ?? this.questions.get(requestID);
+    if (ask?.tool) this.askCalls.set(requestID, `${ask.tool.messageID} ${ask.tool.callID}`);
     this.answered.add(requestID);
     this.permissions.delete(requestID);
     this.questions.delete(requestID);
+    this.notify("asks");
+  }
+
+  presenceChanged(sessionID: string, instanceID: string, watchers: Watcher[]): void {
+    let servers = this.presence.get(sessionID);
+    if (!servers) this.presence.set(sessionID, (servers = new Map()));
+    servers.set(instanceID, watchers);
+    this.notify(`presence:${sessionID}`);
+  }
+
+  /** Everyone following the session, on every server, once each. */
+  watchersOf(sessionID: string): string[] {
+    const names = new Set<string>();
+    for (const watchers of this.presence.get(sessionID)?.values() ?? []) {
+      for (const watcher of watchers) names.add(`${watcher.user} (${watcher.client})`);
+    }
+    return [...names].sort();
+  }
+
+  askAnswered(requestID: string, by: string, client?: string): void {
+    const call = this.askCalls.get(requestID);
+    if (!call) return;
+    this.answeredBy.set(call, client ? `${by} (${client})` : by);
     this.notify("asks");
   }
 
@@ -284,6 +315,8 @@ const HANDLERS: Record<string, Handler> = {
   "question.replied": (s, p) => s.replied(p.requestID),
   "question.rejected": (s, p) => s.replied(p.requestID),
   "todo.updated": (s, p) => s.todosUpdated(p.sessionID, p.todos),
+  "session.presence": (s, p) => s.presenceChanged(p.sessionID, p.instanceID, p.watchers),
+  "ask.answered": (s, p) => s.askAnswered(p.requestID, p.by, p.client),
 };
 
 export const store = new Store();

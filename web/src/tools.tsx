@@ -281,6 +281,11 @@ export function ToolCard({ part }: { part: ToolPart }) {
         <StateBadge part={part} waiting={Boolean(permission || question)} />
       </button>
       {permission && <PermissionPrompt request={permission} />}
+      {!permission && !question && store.answeredBy.has(`${part.messageID} ${part.callID}`) && (
+        <div class="answered-by" data-testid="answered-by">
+          answered by {store.answeredBy.get(`${part.messageID} ${part.callID}`)}
+        </div>
+      )}
       {question && <QuestionPrompt request={question} />}
       {body && <div class="tool-body">{body}</div>}
     </div>

@@ -14,6 +14,7 @@ export interface Session {
     forkedFrom?: { sessionID: string; messageID?: string; partID?: string };
     replayOf?: { sessionID: string; model: string; tools: string; prompts: number };
   };
+  share?: { url: string };
 }
 
 /** What a session may spend (partwire's): the limit is each amount times (1 + granted). */
@@ -232,4 +233,12 @@ export interface Comparison {
   b: string;
   turns: TurnDiff[];
   totals: { prompts: number; similarity: number; diverging: number } & Record<string, number>;
+}
+
+/** One client following a session (partwire's session.presence). */
+export interface Watcher {
+  user: string;
+  client: string;
+  transport: string;
+  since: number;
 }

@@ -82,6 +82,8 @@ POLICIES: dict[tuple[str, str], Policy] = {
     ("WEBSOCKET", "/ws"): "listed",  # the hub checks each subscription
     ("POST", "/log"): "create",
     ("GET", "/doc"): "any",
+    ("GET", "/"): "any",  # the web UI's page (its assets are a mount: static files)
+    ("HEAD", "/"): "any",
     ("GET", "/user"): "any",
     # what the server offers
     **{

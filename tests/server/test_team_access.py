@@ -307,6 +307,18 @@ async def test_the_hub_refuses_another_users_session(
                     if message["event"] == "ack":
                         break
                 assert message["data"]["ok"] is ok, message
+            # shared, then taken back: the subscription ends at once
+            grant = {"user": "bob", "role": "read"}
+            await alice_http.post(f"/session/{alice_sid}/access", json=grant)
+            await ws.send_json({"event": "subscribe", "data": {"sessionId": alice_sid}})
+            while (message := await ws.receive_json(timeout=10))["event"] != "ack":
+                pass
+            assert message["data"]["ok"] is True
+            taken = {"user": "bob", "role": None}
+            await alice_http.post(f"/session/{alice_sid}/access", json=taken)
+            while (message := await ws.receive_json(timeout=10))["event"] != "session:ended":
+                pass
+            assert message["data"]["sessionId"] == alice_sid
         # without a token the socket is refused before it opens
         async with aiohttp.ClientSession() as web:
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:

@@ -126,12 +126,20 @@ async def _resync(
     return payload, newest
 
 
-async def follow(runtime: Runtime, session_id: str, since: str | None, send: Send) -> None:
-    """Send the session's events to one client until it unsubscribes or falls behind."""
+Allowed = Callable[[], Awaitable[bool]]
+
+
+async def follow(
+    runtime: Runtime, session_id: str, since: str | None, send: Send, allowed: Allowed | None = None
+) -> None:
+    """Send the session's events to one client until it unsubscribes, falls behind, or
+    may no longer read the session (``allowed``, asked again when its access changes:
+    then ``session:ended``)."""
     from partwire.protocol.blocks import SessionEvents
 
     # before the log is read
-    subscription = runtime.bus.subscribe(*SESSION_EVENTS, session_id=session_id, with_children=True)
+    kinds = (*SESSION_EVENTS, "session.access")
+    subscription = runtime.bus.subscribe(*kinds, session_id=session_id, with_children=True)
     adapter = SessionEvents(session_id)
     last: list[str | None] = [since]  # the id of the last SessionEvent the client got
 
@@ -151,7 +159,11 @@ async def follow(runtime: Runtime, session_id: str, since: str | None, send: Sen
             payload, sent = await _resync(runtime, session_id, reason)
             await send("session:resync", payload)
             last[0] = sent
-        if not await _live(subscription, adapter, sent, deliver):
+        ended = await _live(subscription, adapter, sent, deliver, allowed)
+        if ended == "revoked":
+            message = "You may no longer read this session."
+            await send("session:ended", {"sessionId": session_id, "message": message})
+        elif ended == "overflowed":
             raise FellBehind
     except FellBehind:
         message = "This subscription fell too far behind; subscribe again with since."
@@ -167,14 +179,20 @@ async def _live(
     adapter: SessionEvents,
     sent: str | None,
     deliver: Callable[[SessionEvent], Awaitable[None]],
-) -> bool:
-    """Live events until the subscription ends; False when it overflowed (too slow)."""
+    allowed: Allowed | None,
+) -> str:
+    """Live events until the subscription ends: "closed", "overflowed" (too slow) or
+    "revoked" (the caller's access was taken)."""
     while (first := await subscription.get()) is not None:
         batch, sent = unsent([first, *subscription.drain()], sent)
         for event in batch:
+            if event.type == "session.access":
+                if allowed is not None and not await allowed():
+                    return "revoked"
+                continue
             for made in adapter.convert(event):
                 await deliver(made)
-    return not subscription.overflowed
+    return "overflowed" if subscription.overflowed else "closed"
 
 
 @dataclass
@@ -265,8 +283,12 @@ class ClientHub:
     async def _follow(self, client: _Client, session_id: str, since: str | None) -> None:
         try:
             actor = Actor(client.principal, client.kind)
+
+            async def allowed() -> bool:
+                return await may(self.runtime, client.principal, session_id, "read")
+
             with counted(self.runtime, client.address, "hub", session_id, actor):
-                await follow(self.runtime, session_id, since, client.send)
+                await follow(self.runtime, session_id, since, client.send, allowed)
         except (PartwireError, ConnectionError) as exc:
             log.info("hub: %s stopped: %s", session_id, exc)
 

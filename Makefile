@@ -75,8 +75,8 @@ js: $(JS_STAMP) ## Build clients/js (the TypeScript SessionEvent reducer) and ru
 	@if [ -f $(JS_STAMP) ]; then cd clients/js && \
 	  out=$$(npm test --silent 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | grep -E '^# (pass|fail)'; fi
 
-system: ## Install the system packages tests use (ripgrep, git, chromium, postgresql, redis-server, nginx) when apt-get is available as root
-	@missing=""; for tool in rg:ripgrep git:git chromium:chromium redis-server:redis-server; do \
+system: ## Install the system packages tests use (ripgrep, git, chromium, postgresql, redis-server, nginx, curl) when apt-get is available as root
+	@missing=""; for tool in rg:ripgrep git:git chromium:chromium redis-server:redis-server curl:curl; do \
 	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; done; \
 	ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \

@@ -502,7 +502,7 @@ def _token(args: argparse.Namespace, settings: Settings, err: Console) -> int:
 
     out = Console(highlight=False, soft_wrap=True)
     if args.token_command == "create":
-        return accounts.create_token(settings, args.user, args.scope, args.expires, out)
+        return accounts.create_token(settings, args.user, args.scope, args.expires)
     if args.token_command == "revoke":
         return accounts.revoke_token(settings, args.id, out)
     return accounts.list_tokens(settings, args.user, out)

@@ -119,9 +119,7 @@ def list_users(settings: Settings, out: Console) -> int:
     return 0
 
 
-def create_token(
-    settings: Settings, user: str, scope: Scope, expires: str | None, out: Console
-) -> int:
+def create_token(settings: Settings, user: str, scope: Scope, expires: str | None) -> int:
     now = now_ms()
     row = sql.TokenRow(
         id=ids.ascending("tok"),
@@ -137,9 +135,9 @@ def create_token(
         if not sql.user_exists(conn, user):
             raise BadRequestError(f"no user {user!r}: partwire users add {user}")
         sql.add_token(conn, row, secret)
-    out.print(secret, soft_wrap=True)
+    print(secret)  # alone on stdout, for scripts: TOKEN=$(partwire token create …)
     until = f", until {_when(row.expires_ms)}" if row.expires_ms else ""
-    out.print(
+    Console(stderr=True, highlight=False).print(
         f"[dim]token {row.id} for {user} ({scope}{until}); shown once: keep it now. "
         "Send it as Authorization: Bearer, or set PARTWIRE_TOKEN for the CLI.[/dim]",
     )

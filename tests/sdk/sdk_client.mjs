@@ -105,6 +105,12 @@ await aborted;
 const final = ok(await client.session.messages({ path: { id: session.id } }), "messages");
 out.abortError = final.at(-1).info.error?.name;
 
+const shared = ok(await client.session.share({ path: { id: session.id } }), "share");
+out.shareURL = shared.share?.url;
+const guest = await fetch(out.shareURL, { redirect: "manual" });
+out.shareStatus = guest.status;
+out.unshared = ok(await client.session.unshare({ path: { id: session.id } }), "unshare").id;
+
 out.deleted = ok(await client.session.delete({ path: { id: session.id } }), "delete");
 const gone = await client.session.get({ path: { id: session.id } });
 out.getAfterDelete = gone.response.status;

@@ -48,4 +48,6 @@ async def test_the_opencode_sdk_drives_a_partwire_session(settings: Settings) ->
     assert seen["permission"] == "bash"
     assert seen["bashOutput"] == "sdk-approved"
     assert seen["abort"] is True and seen["abortError"] == "MessageAbortedError"
+    assert seen["shareURL"].startswith(f"{url}/share/pwt_") and seen["shareStatus"] == 303
+    assert seen["unshared"] == seen["sessionID"]
     assert seen["deleted"] is True and seen["getAfterDelete"] == 404

@@ -246,19 +246,27 @@ async def test_the_read_tool_reads_the_editors_unsaved_buffer(
     assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
 
 
+async def _attached_once(project: Path, url: str, env: dict[str, str]) -> dict[str, Any]:
+    """One prompt through `partwire acp --attach url`, with ``env`` set meanwhile (the
+    data dir given is not the server's)."""
+    os.environ.update(env)
+    try:
+        seen: dict[str, Any] = await run_node(
+            "acp.mjs", str(project), "once", "build", "hello",
+            "--", *ACP, "--project", str(project), "--attach", url,
+        )  # fmt: skip
+    finally:
+        for key in env:
+            os.environ.pop(key)
+    return seen
+
+
 @needs_node
 async def test_attach_drives_a_running_server(project: Path, tmp_path: Path) -> None:
     with partwire_serve(project, tmp_path / "server", delay_ms=1) as url:
-        env = {"PARTWIRE_DATA_DIR": str(tmp_path / "other-data")}  # not the server's
-        os.environ.update(env)
-        try:
-            seen = await run_node(
-                "acp.mjs", str(project), "once", "build", "hello",
-                "--", *ACP, "--project", str(project), "--attach", url,
-            )  # fmt: skip
-        finally:
-            for key in env:
-                os.environ.pop(key)
+        seen = await _attached_once(
+            project, url, {"PARTWIRE_DATA_DIR": str(tmp_path / "other-data")}
+        )
         async with httpx.AsyncClient(base_url=url) as http:
             stored = (await http.get(f"/session/{seen['sessionId']}/message")).json()
     assert [m["info"]["role"] for m in stored] == ["user", "assistant"]
@@ -281,15 +289,7 @@ async def test_attach_signs_in_with_partwire_token(project: Path, tmp_path: Path
     token = add_token(replace(server_settings), "alice")
     with partwire_serve(project, state, delay_ms=1) as url:
         env = {"PARTWIRE_DATA_DIR": str(tmp_path / "other-data"), "PARTWIRE_TOKEN": token}
-        os.environ.update(env)
-        try:
-            seen = await run_node(
-                "acp.mjs", str(project), "once", "build", "hello",
-                "--", *ACP, "--project", str(project), "--attach", url,
-            )  # fmt: skip
-        finally:
-            for key in env:
-                os.environ.pop(key)
+        seen = await _attached_once(project, url, env)
         bearer = {"authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=url, headers=bearer) as http:
             access = (await http.get(f"/session/{seen['sessionId']}/access")).json()

@@ -62,6 +62,25 @@ def team(settings: Settings) -> Team:
     )
 
 
+@dataclass
+class Duo:
+    url: str
+    alice: httpx.AsyncClient
+    bob: httpx.AsyncClient
+    team: Team
+
+
+@pytest.fixture
+async def duo(settings: Settings, team: Team) -> AsyncIterator[Duo]:
+    """A server with users, and a client signed in as alice and one as bob."""
+    async with (
+        serve_in_background(settings) as url,
+        as_user(url, team.alice) as alice_http,
+        as_user(url, team.bob) as bob_http,
+    ):
+        yield Duo(url, alice_http, bob_http, team)
+
+
 def as_user(url: str, token: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, timeout=15, headers={"authorization": f"Bearer {token}"})
 
@@ -147,29 +166,25 @@ async def _sweep(http: httpx.AsyncClient, doc: dict[str, Any], alice: AliceSessi
 
 
 async def test_no_operation_lets_one_user_reach_anothers_session(
-    settings: Settings, model: ScriptedModel, team: Team
+    model: ScriptedModel, duo: Duo
 ) -> None:
-    async with (
-        serve_in_background(settings) as url,
-        as_user(url, team.alice) as alice_http,
-        as_user(url, team.bob) as bob_http,
-    ):
-        alice = await _alice_session(alice_http, model)
-        before = (await alice_http.get(f"/session/{alice.id}/message")).json()
-        doc = (await bob_http.get("/doc")).json()
-        allowed = await _sweep(bob_http, doc, alice)
-        # bob may use what the server offers and make his own sessions, nothing of the
-        # machine's (configuration, keys, terminals, the TUI, worktrees)
-        assert "POST /session" in allowed and "GET /agent" in allowed
-        for admins in ("PATCH /config", "POST /pty", "PUT /auth/{providerID}", "GET /config"):
-            assert admins not in allowed
-        # Alice's session is as it was, the ask still waiting for her
-        assert (await alice_http.get(f"/session/{alice.id}/message")).json() == before
-        pending = (await alice_http.get("/permission")).json()
-        assert [p["id"] for p in pending] == [alice.ask]
-        reply = await alice_http.post(f"/permission/{alice.ask}/reply", json={"reply": "once"})
-        assert reply.json() is True
-        await _idle(alice_http, alice.id)
+    alice_http, bob_http = duo.alice, duo.bob
+    alice = await _alice_session(alice_http, model)
+    before = (await alice_http.get(f"/session/{alice.id}/message")).json()
+    doc = (await bob_http.get("/doc")).json()
+    allowed = await _sweep(bob_http, doc, alice)
+    # bob may use what the server offers and make his own sessions, nothing of the
+    # machine's (configuration, keys, terminals, the TUI, worktrees)
+    assert "POST /session" in allowed and "GET /agent" in allowed
+    for admins in ("PATCH /config", "POST /pty", "PUT /auth/{providerID}", "GET /config"):
+        assert admins not in allowed
+    # Alice's session is as it was, the ask still waiting for her
+    assert (await alice_http.get(f"/session/{alice.id}/message")).json() == before
+    pending = (await alice_http.get("/permission")).json()
+    assert [p["id"] for p in pending] == [alice.ask]
+    reply = await alice_http.post(f"/permission/{alice.ask}/reply", json={"reply": "once"})
+    assert reply.json() is True
+    await _idle(alice_http, alice.id)
 
 
 async def test_a_read_grant_reads_and_changes_nothing(
@@ -231,47 +246,41 @@ async def _read_events(
 
 @pytest.mark.parametrize("path", sorted(STREAMS))
 async def test_event_streams_carry_only_the_callers_sessions(
-    settings: Settings, model: ScriptedModel, team: Team, path: str
+    model: ScriptedModel, duo: Duo, path: str
 ) -> None:
-    async with (
-        serve_in_background(settings) as url,
-        as_user(url, team.alice) as alice_http,
-        as_user(url, team.bob) as bob_http,
-    ):
-        start = (await bob_http.get("/session")).status_code  # any request: the log's head
-        assert start == 200
-        bob_sid = (await bob_http.post("/session", json={})).json()["id"]
-        head: list[dict[str, Any]] = []
-        first = asyncio.create_task(_read_events(bob_http, path, head, {}))
-        await asyncio.sleep(0.3)
-        alice_sid = (await alice_http.post("/session", json={"title": "alice-private"})).json()
-        model.enqueue(text_reply("for alice only"))
-        await _prompt(alice_http, alice_sid["id"])
-        model.enqueue(text_reply("for bob"))
-        await _prompt(bob_http, bob_sid)
-        await _until(lambda: _mentions(head, bob_sid, "for bob"))
-        first.cancel()
-        assert not _mentions(head, alice_sid["id"]) and not _mentions(head, "for alice only")
-        # resumed from before everything: the replay leaves Alice's events out too
-        logged = ("session.created", "session.updated", "message.updated")
-        cursor = next(e["id"] for e in head if e.get("type") in logged)
-        replayed: list[dict[str, Any]] = []
-        resume = asyncio.create_task(
-            _read_events(bob_http, path, replayed, {"last-event-id": cursor})
-        )
-        await _until(lambda: _mentions(replayed, "for bob"), note=lambda: (cursor, replayed))
-        resume.cancel()
-        assert not _mentions(replayed, alice_sid["id"])
-        # shared with bob: his stream carries Alice's session from then on
-        shared: list[dict[str, Any]] = []
-        live = asyncio.create_task(_read_events(bob_http, path, shared, {}))
-        await asyncio.sleep(0.3)
-        grant = {"user": "bob", "role": "read"}
-        await alice_http.post(f"/session/{alice_sid['id']}/access", json=grant)
-        model.enqueue(text_reply("now bob sees this"))
-        await _prompt(alice_http, alice_sid["id"])
-        await _until(lambda: _mentions(shared, "now bob sees this"))
-        live.cancel()
+    alice_http, bob_http = duo.alice, duo.bob
+    start = (await bob_http.get("/session")).status_code  # any request: the log's head
+    assert start == 200
+    bob_sid = (await bob_http.post("/session", json={})).json()["id"]
+    head: list[dict[str, Any]] = []
+    first = asyncio.create_task(_read_events(bob_http, path, head, {}))
+    await asyncio.sleep(0.3)
+    alice_sid = (await alice_http.post("/session", json={"title": "alice-private"})).json()
+    model.enqueue(text_reply("for alice only"))
+    await _prompt(alice_http, alice_sid["id"])
+    model.enqueue(text_reply("for bob"))
+    await _prompt(bob_http, bob_sid)
+    await _until(lambda: _mentions(head, bob_sid, "for bob"))
+    first.cancel()
+    assert not _mentions(head, alice_sid["id"]) and not _mentions(head, "for alice only")
+    # resumed from before everything: the replay leaves Alice's events out too
+    logged = ("session.created", "session.updated", "message.updated")
+    cursor = next(e["id"] for e in head if e.get("type") in logged)
+    replayed: list[dict[str, Any]] = []
+    resume = asyncio.create_task(_read_events(bob_http, path, replayed, {"last-event-id": cursor}))
+    await _until(lambda: _mentions(replayed, "for bob"), note=lambda: (cursor, replayed))
+    resume.cancel()
+    assert not _mentions(replayed, alice_sid["id"])
+    # shared with bob: his stream carries Alice's session from then on
+    shared: list[dict[str, Any]] = []
+    live = asyncio.create_task(_read_events(bob_http, path, shared, {}))
+    await asyncio.sleep(0.3)
+    grant = {"user": "bob", "role": "read"}
+    await alice_http.post(f"/session/{alice_sid['id']}/access", json=grant)
+    model.enqueue(text_reply("now bob sees this"))
+    await _prompt(alice_http, alice_sid["id"])
+    await _until(lambda: _mentions(shared, "now bob sees this"))
+    live.cancel()
 
 
 def _mentions(events: list[dict[str, Any]], *needles: str) -> bool:
@@ -287,75 +296,63 @@ async def _until(check: Any, seconds: float = 10, note: Any = None) -> None:
     raise AssertionError(f"timed out: {note() if note else ''}")
 
 
-async def test_the_hub_refuses_another_users_session(
-    settings: Settings, model: ScriptedModel, team: Team
-) -> None:
-    async with (
-        serve_in_background(settings) as url,
-        as_user(url, team.alice) as alice_http,
-        as_user(url, team.bob) as bob_http,
-    ):
-        alice_sid = (await alice_http.post("/session", json={})).json()["id"]
-        bob_sid = (await bob_http.post("/session", json={})).json()["id"]
-        ws_url = url.replace("http://", "ws://") + "/ws"
-        headers = {"authorization": f"Bearer {team.bob}"}
-        async with aiohttp.ClientSession() as web, web.ws_connect(ws_url, headers=headers) as ws:
-            for sid, ok in ((alice_sid, False), (bob_sid, True)):
-                await ws.send_json({"event": "subscribe", "data": {"sessionId": sid}})
-                while True:
-                    message = await ws.receive_json(timeout=10)
-                    if message["event"] == "ack":
-                        break
-                assert message["data"]["ok"] is ok, message
-            # shared, then taken back: the subscription ends at once
-            grant = {"user": "bob", "role": "read"}
-            await alice_http.post(f"/session/{alice_sid}/access", json=grant)
-            await ws.send_json({"event": "subscribe", "data": {"sessionId": alice_sid}})
-            while (message := await ws.receive_json(timeout=10))["event"] != "ack":
-                pass
-            assert message["data"]["ok"] is True
-            taken = {"user": "bob", "role": None}
-            await alice_http.post(f"/session/{alice_sid}/access", json=taken)
-            while (message := await ws.receive_json(timeout=10))["event"] != "session:ended":
-                pass
-            assert message["data"]["sessionId"] == alice_sid
-        # without a token the socket is refused before it opens
-        async with aiohttp.ClientSession() as web:
-            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-                await web.ws_connect(ws_url)
-            assert refused.value.status == 403
+async def test_the_hub_refuses_another_users_session(model: ScriptedModel, duo: Duo) -> None:
+    url, alice_http, bob_http = duo.url, duo.alice, duo.bob
+    alice_sid = (await alice_http.post("/session", json={})).json()["id"]
+    bob_sid = (await bob_http.post("/session", json={})).json()["id"]
+    ws_url = url.replace("http://", "ws://") + "/ws"
+    headers = {"authorization": f"Bearer {duo.team.bob}"}
+    async with aiohttp.ClientSession() as web, web.ws_connect(ws_url, headers=headers) as ws:
+        for sid, ok in ((alice_sid, False), (bob_sid, True)):
+            await ws.send_json({"event": "subscribe", "data": {"sessionId": sid}})
+            while True:
+                message = await ws.receive_json(timeout=10)
+                if message["event"] == "ack":
+                    break
+            assert message["data"]["ok"] is ok, message
+        # shared, then taken back: the subscription ends at once
+        grant = {"user": "bob", "role": "read"}
+        await alice_http.post(f"/session/{alice_sid}/access", json=grant)
+        await ws.send_json({"event": "subscribe", "data": {"sessionId": alice_sid}})
+        while (message := await ws.receive_json(timeout=10))["event"] != "ack":
+            pass
+        assert message["data"]["ok"] is True
+        taken = {"user": "bob", "role": None}
+        await alice_http.post(f"/session/{alice_sid}/access", json=taken)
+        while (message := await ws.receive_json(timeout=10))["event"] != "session:ended":
+            pass
+        assert message["data"]["sessionId"] == alice_sid
+    # without a token the socket is refused before it opens
+    async with aiohttp.ClientSession() as web:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await web.ws_connect(ws_url)
+        assert refused.value.status == 403
 
 
-async def test_chats_of_the_ai_sdk_and_ag_ui_are_the_owners(
-    settings: Settings, model: ScriptedModel, team: Team
-) -> None:
-    async with (
-        serve_in_background(settings) as url,
-        as_user(url, team.alice) as alice_http,
-        as_user(url, team.bob) as bob_http,
-    ):
-        model.enqueue(text_reply("alice's chat"))
-        message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
-        chat = {"id": "chat-a", "messages": [message], "model": "scripted/scripted"}
-        async with alice_http.stream("POST", "/ui/chat", json=chat) as response:
-            assert response.status_code == 200
-            async for _ in response.aiter_lines():
-                pass
-        assert (await bob_http.get("/ui/chat/chat-a/messages")).status_code == 404
-        assert (await bob_http.get("/ui/chat/chat-a/stream")).status_code == 404
-        again = await bob_http.post("/ui/chat", json={**chat, "id": "chat-a"})
-        assert again.status_code == 404
-        run = {
-            "threadId": "chat-a",
-            "runId": "r1",
-            "messages": [{"id": "u2", "role": "user", "content": "take over"}],
-            "state": {},
-            "tools": [],
-            "context": [],
-            "forwardedProps": {},
-        }
-        assert (await bob_http.post("/agui", json=run)).status_code == 404
-        assert (await alice_http.get("/ui/chat/chat-a/messages")).status_code == 200
+async def test_chats_of_the_ai_sdk_and_ag_ui_are_the_owners(model: ScriptedModel, duo: Duo) -> None:
+    alice_http, bob_http = duo.alice, duo.bob
+    model.enqueue(text_reply("alice's chat"))
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    chat = {"id": "chat-a", "messages": [message], "model": "scripted/scripted"}
+    async with alice_http.stream("POST", "/ui/chat", json=chat) as response:
+        assert response.status_code == 200
+        async for _ in response.aiter_lines():
+            pass
+    assert (await bob_http.get("/ui/chat/chat-a/messages")).status_code == 404
+    assert (await bob_http.get("/ui/chat/chat-a/stream")).status_code == 404
+    again = await bob_http.post("/ui/chat", json={**chat, "id": "chat-a"})
+    assert again.status_code == 404
+    run = {
+        "threadId": "chat-a",
+        "runId": "r1",
+        "messages": [{"id": "u2", "role": "user", "content": "take over"}],
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    assert (await bob_http.post("/agui", json=run)).status_code == 404
+    assert (await alice_http.get("/ui/chat/chat-a/messages")).status_code == 200
 
 
 async def test_tokens_sign_in_until_revoked_or_expired(settings: Settings, team: Team) -> None:
@@ -434,53 +431,45 @@ async def test_a_share_link_reads_one_session_live_until_unshared(
         assert (await guest.get(link.removeprefix(url))).status_code == 404
 
 
-async def test_presence_names_who_watches_and_who_answered(
-    settings: Settings, model: ScriptedModel, team: Team
-) -> None:
-    async with (
-        serve_in_background(settings) as url,
-        as_user(url, team.alice) as alice_http,
-        as_user(url, team.bob) as bob_http,
-    ):
-        sid = (await alice_http.post("/session", json={})).json()["id"]
-        grant = {"user": "bob", "role": "write"}
-        await alice_http.post(f"/session/{sid}/access", json=grant)
-        seen: list[dict[str, Any]] = []
-        web = {"x-partwire-client": "web"}
-        everything = asyncio.create_task(_read_events(alice_http, "/event", seen, web))
-        await asyncio.sleep(0.3)
-        cli = {"x-partwire-client": "cli"}
-        watching = asyncio.create_task(_read_events(bob_http, f"/event?watch={sid}", [], cli))
+async def test_presence_names_who_watches_and_who_answered(model: ScriptedModel, duo: Duo) -> None:
+    url, alice_http, bob_http = duo.url, duo.alice, duo.bob
+    sid = (await alice_http.post("/session", json={})).json()["id"]
+    grant = {"user": "bob", "role": "write"}
+    await alice_http.post(f"/session/{sid}/access", json=grant)
+    seen: list[dict[str, Any]] = []
+    web = {"x-partwire-client": "web"}
+    everything = asyncio.create_task(_read_events(alice_http, "/event", seen, web))
+    await asyncio.sleep(0.3)
+    cli = {"x-partwire-client": "cli"}
+    watching = asyncio.create_task(_read_events(bob_http, f"/event?watch={sid}", [], cli))
 
-        def watchers() -> list[tuple[str, str, str]]:
-            found = [e for e in seen if e["type"] == "session.presence"]
-            last = found[-1]["properties"]["watchers"] if found else []
-            return sorted((w["user"], w["client"], w["transport"]) for w in last)
+    def watchers() -> list[tuple[str, str, str]]:
+        found = [e for e in seen if e["type"] == "session.presence"]
+        last = found[-1]["properties"]["watchers"] if found else []
+        return sorted((w["user"], w["client"], w["transport"]) for w in last)
 
-        await _until(lambda: watchers() == [("bob", "cli", "event")])
-        ws_url = url.replace("http://", "ws://") + "/ws?client=web"
-        headers = {"authorization": f"Bearer {team.alice}"}
-        async with aiohttp.ClientSession() as web_session:
-            async with web_session.ws_connect(ws_url, headers=headers) as ws:
-                await ws.send_json({"event": "subscribe", "data": {"sessionId": sid}})
-                await _until(
-                    lambda: watchers() == [("alice", "web", "hub"), ("bob", "cli", "event")]
-                )
-        await _until(lambda: watchers() == [("bob", "cli", "event")])
-        watching.cancel()
-        await _until(lambda: watchers() == [])
-        # an ask answered by bob says so, beside opencode's permission.replied
-        model.enqueue(tool_reply("read", {"filePath": "../secret.txt"}), text_reply("done"))
-        body = {"parts": [{"type": "text", "text": "read it"}], "model": SCRIPTED}
-        await alice_http.post(f"/session/{sid}/prompt_async", json=body)
-        await _until(lambda: any(e["type"] == "permission.asked" for e in seen))
-        ask = next(e for e in seen if e["type"] == "permission.asked")["properties"]["id"]
-        reply = await bob_http.post(
-            f"/permission/{ask}/reply", json={"reply": "once"}, headers={"x-partwire-client": "tui"}
-        )
-        assert reply.json() is True
-        await _until(lambda: any(e["type"] == "ask.answered" for e in seen))
-        answered = next(e for e in seen if e["type"] == "ask.answered")["properties"]
-        assert answered == {"sessionID": sid, "requestID": ask, "by": "bob", "client": "tui"}
-        await _idle(alice_http, sid)
-        everything.cancel()
+    await _until(lambda: watchers() == [("bob", "cli", "event")])
+    ws_url = url.replace("http://", "ws://") + "/ws?client=web"
+    headers = {"authorization": f"Bearer {duo.team.alice}"}
+    async with aiohttp.ClientSession() as web_session:
+        async with web_session.ws_connect(ws_url, headers=headers) as ws:
+            await ws.send_json({"event": "subscribe", "data": {"sessionId": sid}})
+            await _until(lambda: watchers() == [("alice", "web", "hub"), ("bob", "cli", "event")])
+    await _until(lambda: watchers() == [("bob", "cli", "event")])
+    watching.cancel()
+    await _until(lambda: watchers() == [])
+    # an ask answered by bob says so, beside opencode's permission.replied
+    model.enqueue(tool_reply("read", {"filePath": "../secret.txt"}), text_reply("done"))
+    body = {"parts": [{"type": "text", "text": "read it"}], "model": SCRIPTED}
+    await alice_http.post(f"/session/{sid}/prompt_async", json=body)
+    await _until(lambda: any(e["type"] == "permission.asked" for e in seen))
+    ask = next(e for e in seen if e["type"] == "permission.asked")["properties"]["id"]
+    reply = await bob_http.post(
+        f"/permission/{ask}/reply", json={"reply": "once"}, headers={"x-partwire-client": "tui"}
+    )
+    assert reply.json() is True
+    await _until(lambda: any(e["type"] == "ask.answered" for e in seen))
+    answered = next(e for e in seen if e["type"] == "ask.answered")["properties"]
+    assert answered == {"sessionID": sid, "requestID": ask, "by": "bob", "client": "tui"}
+    await _idle(alice_http, sid)
+    everything.cancel()

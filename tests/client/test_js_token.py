@@ -1,0 +1,54 @@
+"""The JS client signs in with a token: `requestJson` over HTTP and `hubOptions` for
+socket.io-client, against a server with users (Node, clients/js built)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from partwire.config import Settings
+from partwire.server.runner import serve_in_background
+from tests.server.test_team_access import add_token
+
+JS = Path(__file__).resolve().parents[2] / "clients" / "js"
+SCRIPT = """
+import { io } from "socket.io-client";
+import { hubOptions, requestJson, PartwireError } from "@partwire/client";
+
+const [server, token] = process.argv.slice(2);
+const out = {};
+try {
+  await requestJson(server, "/session");
+} catch (error) {
+  out.without = error instanceof PartwireError ? error.status : String(error);
+}
+const session = await requestJson(server, "/session", { method: "POST", body: {}, token });
+out.me = (await requestJson(server, "/user", { token })).name;
+const socket = io(server, hubOptions(token));
+out.ack = await new Promise((resolve) =>
+  socket.on("connect", () => socket.emit("subscribe", { sessionId: session.id }, resolve)));
+socket.close();
+console.log(JSON.stringify(out));
+"""
+
+
+async def test_the_js_client_signs_in_with_a_token(settings: Settings) -> None:
+    if shutil.which("node") is None or not (JS / "dist" / "src" / "index.js").exists():
+        pytest.skip("needs node and clients/js built (make js)")
+    token = add_token(settings, "alice")
+    script = JS / "dist" / "token-client.mjs"  # inside the package: its imports resolve
+    script.write_text(SCRIPT)
+    async with serve_in_background(settings) as url:
+        node = await asyncio.create_subprocess_exec(
+            "node", str(script), url, token,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(node.communicate(), 30)
+    assert node.returncode == 0, err.decode()
+    seen = json.loads(out.decode().splitlines()[-1])
+    assert seen["without"] == 401 and seen["me"] == "alice"
+    assert seen["ack"]["ok"] is True

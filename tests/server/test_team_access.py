@@ -473,3 +473,24 @@ async def test_presence_names_who_watches_and_who_answered(model: ScriptedModel,
     assert answered == {"sessionID": sid, "requestID": ask, "by": "bob", "client": "tui"}
     await _idle(alice_http, sid)
     everything.cancel()
+
+
+@pytest.mark.parametrize("path", ["/session/{sid}/stream", "/api/session/{sid}/event"])
+async def test_a_one_session_stream_ends_when_access_is_taken(duo: Duo, path: str) -> None:
+    sid = (await duo.alice.post("/session", json={})).json()["id"]
+    await duo.alice.post(f"/session/{sid}/access", json={"user": "bob", "role": "read"})
+    url = path.format(sid=sid)
+
+    async def follow() -> int:
+        async with duo.bob.stream("GET", url, timeout=None) as stream:
+            assert stream.status_code == 200
+            async for _ in stream.aiter_bytes():
+                pass
+        return stream.status_code
+
+    following = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)
+    assert not following.done()
+    await duo.alice.post(f"/session/{sid}/access", json={"user": "bob", "role": None})
+    assert await asyncio.wait_for(following, 10) == 200  # ended by the server
+    assert (await duo.bob.get(url)).status_code == 404  # and not to be opened again

@@ -13,14 +13,17 @@ not write is a 403.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 from fastapi import Request
 from starlette.requests import HTTPConnection
 
-from partwire.access import Action, Principal, can
+from partwire.access import Action, Principal, acting, can
 from partwire.accounts import readable
+from partwire.bus import Subscription
 from partwire.errors import NotFoundError, RefusedError
 from partwire.runtime import Runtime
 from partwire.schema.event import Event, parse_logged
@@ -244,6 +247,34 @@ async def readable_filter(connection: HTTPConnection) -> Callable[[str | None], 
         return lambda _: True
     found = await readable(runtime_of(connection).accounts, principal)
     return lambda session_id: session_id is not None and session_id in found
+
+
+@contextlib.contextmanager
+def ends_when_revoked(
+    runtime: Runtime, subscription: Subscription, session_id: str
+) -> Iterator[None]:
+    """A stream of one session, for the request's caller (``access.acting``): its
+    subscription closes (the stream ends; a reconnect gets a 404) once the caller may no
+    longer read the session. Asked again at each ``session.access``, which is rare."""
+    actor = acting.get()
+    if actor is None or actor.principal.is_admin:
+        yield
+        return
+    principal = actor.principal
+    changes = runtime.bus.subscribe("session.access")
+
+    async def guard() -> None:
+        while await changes.get() is not None:
+            if not await may(runtime, principal, session_id, "read"):
+                subscription.close()
+                return
+
+    task = asyncio.get_running_loop().create_task(guard())
+    try:
+        yield
+    finally:
+        task.cancel()
+        changes.close()
 
 
 # events about no session that anyone signed in may have (the rest are admins')

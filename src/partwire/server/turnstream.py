@@ -25,6 +25,7 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
+from partwire.server.authorize import ends_when_revoked
 from partwire.server.cursor import (
     STREAM_HEADERS,
     counted,
@@ -359,7 +360,10 @@ async def _respond(
     client: str,
 ) -> AsyncIterator[str]:
     try:
-        with counted(runtime, client, stream.view.transport, stream.session_id):
+        with (
+            counted(runtime, client, stream.view.transport, stream.session_id),
+            ends_when_revoked(runtime, subscription, stream.session_id),
+        ):
             async for text in opening:
                 if text:
                     yield text

@@ -26,6 +26,7 @@ from partwire.errors import BadRequestError
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
+from partwire.server.authorize import ends_when_revoked
 from partwire.server.cursor import (
     STREAM_HEADERS,
     counted,
@@ -136,7 +137,10 @@ async def stream_frames(
 
     frames = SessionFrames(session_id)
     try:
-        with counted(runtime, client, "frames", session_id):
+        with (
+            counted(runtime, client, "frames", session_id),
+            ends_when_revoked(runtime, subscription, session_id),
+        ):
             async for text in _frames(runtime, subscription, frames, shape, cursor):
                 yield text
     finally:

@@ -37,7 +37,7 @@ from partwire.schema.input import (
 from partwire.schema.message import AssistantMessage, UserMessage
 from partwire.schema.part import ModelRef
 from partwire.schema.session import Session, SessionModel
-from partwire.server.authorize import owner_of, readable_filter
+from partwire.server.authorize import ends_when_revoked, owner_of, readable_filter
 from partwire.server.cursor import STREAM_HEADERS, counted, live
 from partwire.server.cursor import session_events as session_log
 from partwire.server.routes.scope import runtime_of
@@ -497,7 +497,10 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
 
     async def stream() -> AsyncIterator[str]:
         try:
-            with counted(runtime, client, "v2", session.id):
+            with (
+                counted(runtime, client, "v2", session.id),
+                ends_when_revoked(runtime, subscription, session.id),
+            ):
                 pending: list[str] = []  # the history is folded and sent a piece at a time
                 async for event in History(runtime, session.id, head, DURABLE_SOURCES):
                     made = projection.durable(event)

@@ -57,6 +57,8 @@ async def test_a_share_link_shows_the_session_live_to_a_guest(
         await expect(viewer.get_by_test_id("read-only")).to_be_visible()
         await expect(viewer.get_by_label("Prompt")).to_have_count(0)
         await expect(viewer.get_by_role("button", name="Share")).to_have_count(0)
+        for action in ("New", "Rename", "Delete"):
+            await expect(viewer.get_by_role("button", name=action)).to_have_count(0)
         # the owner sees the guest arrive
         await expect(page.get_by_test_id("watchers")).to_contain_text("share (web)")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

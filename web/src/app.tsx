@@ -320,7 +320,7 @@ export function App() {
       <aside class="sidebar" onClick={(e) => (e.target as HTMLElement).closest(".session-link") && setMenu(false)}>
         <div class="brand">partwire</div>
         <ProjectSwitcher />
-        <SessionList current={current} onOpen={open} onError={setError} />
+        <SessionList current={current} onOpen={open} onError={setError} readOnly={readOnly} />
       </aside>
       <main class="main">
         <TopBar current={current} onMenu={() => setMenu(!menu)} readOnly={readOnly} />

@@ -10,6 +10,8 @@ interface Props {
   current: string | null;
   onOpen: (id: string | null) => void;
   onError: (message: string) => void;
+  /** A share link's guest or a read-only token: nothing to make, rename or delete. */
+  readOnly?: boolean;
 }
 
 function tree(sessions: Session[], query: string): [Session, number][] {
@@ -37,7 +39,7 @@ function tree(sessions: Session[], query: string): [Session, number][] {
   return rows;
 }
 
-function Row({ session, depth, current, onOpen, onError }: Props & { session: Session; depth: number }) {
+function Row({ session, depth, current, onOpen, onError, readOnly }: Props & { session: Session; depth: number }) {
   const [editing, setEditing] = useState(false);
   const status = store.status.get(session.id);
   const rename = (title: string) => {
@@ -66,7 +68,7 @@ function Row({ session, depth, current, onOpen, onError }: Props & { session: Se
           onBlur={(e) => rename((e.target as HTMLInputElement).value)}
         />
       ) : (
-        <a href={`#/session/${session.id}`} class="session-link" onDblClick={() => setEditing(true)}>
+        <a href={`#/session/${session.id}`} class="session-link" onDblClick={() => !readOnly && setEditing(true)}>
           {status && status.type !== "idle" && <span class={`dot dot-${status.type}`} title={status.type} />}
           {depth > 0 && <span class="child-mark">↳ </span>}
           <span class="session-title">{session.title || "Untitled"}</span>
@@ -75,14 +77,14 @@ function Row({ session, depth, current, onOpen, onError }: Props & { session: Se
           </span>
         </a>
       )}
-      <span class="row-actions">
+      {!readOnly && <span class="row-actions">
         <button type="button" class="icon-btn" title="Rename" aria-label="Rename" onClick={() => setEditing(true)}>
           ✎
         </button>
         <button type="button" class="icon-btn" title="Delete" aria-label="Delete" onClick={remove}>
           ✕
         </button>
-      </span>
+      </span>}
     </li>
   );
 }
@@ -107,9 +109,11 @@ export function SessionList(props: Props) {
     <nav class="sessions" aria-label="Sessions">
       <div class="sessions-head">
         <input type="search" placeholder="Search sessions" aria-label="Search sessions" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
-        <button type="button" class="btn btn-primary" onClick={create}>
-          New
-        </button>
+        {!props.readOnly && (
+          <button type="button" class="btn btn-primary" onClick={create}>
+            New
+          </button>
+        )}
       </div>
       <ul class="session-list">
         {rows.map(([session, depth]) => (

@@ -10,7 +10,7 @@ from partwire.runtime import Runtime
 from partwire.schema.event import Event
 from partwire.server import v2_projections
 from partwire.server.cursor import SESSION_PAGE
-from partwire.server.routes.v2_sessions import durable_history
+from partwire.server.routes.v2_history import durable_history
 from tests.session.helpers import new_session
 
 ANSWERS = 60  # each: a prompt, a step, a tool call and a text: 9 durable events

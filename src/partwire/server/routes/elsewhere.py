@@ -16,7 +16,7 @@ from partwire.errors import BadRequestError, NotFoundError
 from partwire.protocol.v2events import seq_of
 from partwire.schema.base import WireModel
 from partwire.server.routes.scope import runtime_of
-from partwire.server.routes.v2_sessions import durable_history
+from partwire.server.routes.v2_history import durable_history
 from partwire.version import __version__
 
 router = APIRouter(tags=["experimental"])

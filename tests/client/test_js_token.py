@@ -28,11 +28,17 @@ try {
 }
 const session = await requestJson(server, "/session", { method: "POST", body: {}, token });
 out.me = (await requestJson(server, "/user", { token })).name;
-const socket = io(server, hubOptions(token));
-out.ack = await new Promise((resolve) =>
-  socket.on("connect", () => socket.emit("subscribe", { sessionId: session.id }, resolve)));
-socket.close();
+const subscribe = (options) => new Promise((resolve) => {
+  const socket = io(server, options);
+  socket.on("connect", () => socket.emit("subscribe", { sessionId: session.id }, (ack) => {
+    socket.close();
+    resolve(ack);
+  }));
+});
+out.ack = await subscribe(hubOptions(token));
+out.polled = await subscribe({ ...hubOptions(token), transports: ["polling"] });
 console.log(JSON.stringify(out));
+process.exit(0); // a closed polling socket's last request would keep Node alive a while
 """
 
 
@@ -51,4 +57,4 @@ async def test_the_js_client_signs_in_with_a_token(settings: Settings) -> None:
     assert node.returncode == 0, err.decode()
     seen = json.loads(out.decode().splitlines()[-1])
     assert seen["without"] == 401 and seen["me"] == "alice"
-    assert seen["ack"]["ok"] is True
+    assert seen["ack"]["ok"] is True and seen["polled"]["ok"] is True

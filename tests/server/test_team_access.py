@@ -494,3 +494,27 @@ async def test_a_one_session_stream_ends_when_access_is_taken(duo: Duo, path: st
     await duo.alice.post(f"/session/{sid}/access", json={"user": "bob", "role": None})
     assert await asyncio.wait_for(following, 10) == 200  # ended by the server
     assert (await duo.bob.get(url)).status_code == 404  # and not to be opened again
+
+
+# python-engineio sends its headers with the handshake only, not with each poll, so
+# polling is tried from Node (tests/client/test_js_token.py), whose client sends them all
+@pytest.mark.parametrize("transport", ["websocket"])
+async def test_socket_io_refuses_another_users_session(duo: Duo, transport: str) -> None:
+    import socketio
+
+    alice_sid = (await duo.alice.post("/session", json={})).json()["id"]
+    bob_sid = (await duo.bob.post("/session", json={})).json()["id"]
+    bob = socketio.AsyncClient()
+    headers = {"Authorization": f"Bearer {duo.team.bob}"}
+    await bob.connect(duo.url, transports=[transport], headers=headers)
+    try:
+        refused = await bob.call("subscribe", {"sessionId": alice_sid}, timeout=10)
+        allowed = await bob.call("subscribe", {"sessionId": bob_sid}, timeout=10)
+    finally:
+        await bob.disconnect()
+    assert refused["ok"] is False and "not found" in refused["error"]
+    assert allowed == {"ok": True, "sessionId": bob_sid}
+    async with aiohttp.ClientSession() as web:  # closed here, though the connect fails
+        stranger = socketio.AsyncClient(http_session=web)
+        with pytest.raises(socketio.exceptions.ConnectionError):
+            await stranger.connect(duo.url, transports=[transport])

@@ -518,3 +518,20 @@ async def test_socket_io_refuses_another_users_session(duo: Duo, transport: str)
         stranger = socketio.AsyncClient(http_session=web)
         with pytest.raises(socketio.exceptions.ConnectionError):
             await stranger.connect(duo.url, transports=[transport])
+
+
+async def test_the_python_client_signs_in_with_a_token(duo: Duo) -> None:
+    from partwire.client.http import PartwireClient
+
+    async with PartwireClient(duo.url, token=duo.team.alice) as alice:
+        assert (await alice.whoami())["user"] == "alice"
+        session = await alice.create_session("mine")
+        granted = await alice.grant(session.id, "bob", "write")
+        assert {"user": "bob", "role": "write"} in granted["grants"]
+        shared = await alice.share(session.id)
+        assert shared.share is not None and "/share/pwt_" in shared.share.url
+        assert (await alice.access(session.id))["shared"] is True
+        await alice.unshare(session.id)
+        assert (await alice.access(session.id))["shared"] is False
+    async with PartwireClient(duo.url, token=duo.team.bob) as bob:
+        assert [s.id for s in await bob.list_sessions()] == [session.id]

@@ -159,7 +159,10 @@ async def follow(
             payload, sent = await _resync(runtime, session_id, reason)
             await send("session:resync", payload)
             last[0] = sent
-        ended = await _live(subscription, adapter, sent, deliver, allowed)
+        # access taken after the subscribe's check but before this subscription existed
+        # shows only here; from now on a session.access event tells
+        revoked = allowed is not None and not await allowed()
+        ended = "revoked" if revoked else await _live(subscription, adapter, sent, deliver, allowed)
         if ended == "revoked":
             message = "You may no longer read this session."
             await send("session:ended", {"sessionId": session_id, "message": message})

@@ -85,32 +85,21 @@ async def test_the_seed_orchestrator_example_streams_its_message_live(server: st
 async def test_the_seed_004_client_example_renders_a_session(server: str, tmp_path: Path) -> None:
     """The seed-004 client, as written, against a session with a sub-agent: it prints the
     conversation the shared reducer folded, sub-agent included."""
-    import asyncio
-    import shutil
-
     from partwire.client.http import PartwireClient
+    from tests.jsclient import require_js_client, run_js
 
-    js = Path(__file__).parents[1] / "clients" / "js"
-    if shutil.which("node") is None or not (js / "dist" / "src" / "index.js").exists():
-        pytest.skip("needs node and clients/js built (make js)")
+    require_js_client()
     section = README.split("node client.mjs URL SESSION_ID", 1)[1]
     code = section.split("```js", 1)[1].split("```", 1)[0]
-    script = js / "dist" / "readme-client.mjs"  # inside the package: its imports resolve
-    script.write_text(code)
     async with PartwireClient(server) as client:
         session_id = (await client.create_session()).id
         await client.prompt(session_id, "task list")
         answer = (await client.messages(session_id))[-1]
-    node = await asyncio.create_subprocess_exec(
-        "node", str(script), server, session_id,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(node.communicate(), 30)
-    assert node.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    out, err = await run_js("readme-client.mjs", code, server, session_id)
+    lines = out.splitlines()
     assert lines[0] == "user: task list"
     assert "subagent general: list [complete]" in lines
     assert "  user: list" in lines and any(line.startswith("  tool list ") for line in lines)
     final = [p.text for p in answer.parts if p.type == "text"][-1]  # type: ignore[union-attr]
     assert f"assistant: {final.splitlines()[0]}" in lines
-    assert "ready" in err.decode()
+    assert "ready" in err

@@ -3,18 +3,13 @@ socket.io-client, against a server with users (Node, clients/js built)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
-from pathlib import Path
-
-import pytest
 
 from partwire.config import Settings
 from partwire.server.runner import serve_in_background
+from tests.jsclient import require_js_client, run_js
 from tests.server.test_team_access import add_token
 
-JS = Path(__file__).resolve().parents[2] / "clients" / "js"
 SCRIPT = """
 import { io } from "socket.io-client";
 import { hubOptions, requestJson, PartwireError } from "@partwire/client";
@@ -43,18 +38,10 @@ process.exit(0); // a closed polling socket's last request would keep Node alive
 
 
 async def test_the_js_client_signs_in_with_a_token(settings: Settings) -> None:
-    if shutil.which("node") is None or not (JS / "dist" / "src" / "index.js").exists():
-        pytest.skip("needs node and clients/js built (make js)")
+    require_js_client()
     token = add_token(settings, "alice")
-    script = JS / "dist" / "token-client.mjs"  # inside the package: its imports resolve
-    script.write_text(SCRIPT)
     async with serve_in_background(settings) as url:
-        node = await asyncio.create_subprocess_exec(
-            "node", str(script), url, token,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(node.communicate(), 30)
-    assert node.returncode == 0, err.decode()
-    seen = json.loads(out.decode().splitlines()[-1])
+        out, _ = await run_js("token-client.mjs", SCRIPT, url, token)
+    seen = json.loads(out.splitlines()[-1])
     assert seen["without"] == 401 and seen["me"] == "alice"
     assert seen["ack"]["ok"] is True and seen["polled"]["ok"] is True

@@ -9,6 +9,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from rich.console import Console
 
@@ -90,8 +91,8 @@ def database(settings: Settings) -> Iterator[Conn]:
         lite.close()
 
 
-def _version(path: object, read: Callable[[sqlite3.Connection], int]) -> int:
-    with contextlib.closing(sqlite3.connect(f"{path}")) as conn:
+def _version(path: Path, read: Callable[[sqlite3.Connection], int]) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         return read(conn)
 
 

@@ -19,13 +19,17 @@ from partwire.schema.permission import Agent
 from partwire.schema.provider import ConfigProviders, ProviderList
 
 
-class ServerCalls:
-    """Mixed into PartwireClient, whose ``_request`` they use."""
+class Requests:
+    """What the client's groups of calls stand on: PartwireClient's ``_request``."""
 
     async def _request(
         self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
     ) -> Any:
         raise NotImplementedError
+
+
+class ServerCalls(Requests):
+    """Mixed into PartwireClient."""
 
     async def health(self) -> Health:
         result: Health = await self._request("GET", "/global/health")

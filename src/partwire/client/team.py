@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from partwire.client.server_calls import Requests
 from partwire.schema.session import Session
 
 
-class TeamCalls:
-    """Mixed into PartwireClient, whose ``_request`` they use."""
-
-    async def _request(
-        self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None
-    ) -> Any:
-        raise NotImplementedError
+class TeamCalls(Requests):
+    """Mixed into PartwireClient."""
 
     async def whoami(self) -> dict[str, Any]:
         """``{name, scope, user?, shared?}``: who the server takes this client for."""

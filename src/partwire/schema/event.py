@@ -15,6 +15,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union, cast
 
 from pydantic import Field, TypeAdapter, create_model
 
+from partwire.access import acting
 from partwire.schema.base import WireModel
 from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
@@ -370,8 +371,6 @@ AskAnswered = define("ask.answered", AskAnsweredProps)
 
 def answered_by(session_id: str, request_id: str) -> list[Draft]:
     """``ask.answered`` naming who is acting (``partwire.access.acting``), when known."""
-    from partwire.access import acting
-
     actor = acting.get()
     if actor is None:
         return []

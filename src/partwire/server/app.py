@@ -48,6 +48,37 @@ from partwire.server.routes import (
 )
 from partwire.version import __version__
 
+# every router, in the order their routes are matched (and listed in /doc)
+ROUTES = (
+    sse,
+    session,
+    parts,
+    actions,
+    ingest,
+    frames,
+    uichat,
+    agui,
+    editor,
+    app_routes,
+    copies,
+    elsewhere,
+    tui,
+    pty,
+    v2,
+    v2_sessions,
+    v2_history,
+    v2_asks,
+    v2_integrations,
+    permission,
+    agent,
+    config,
+    workspace,
+    worktree,
+    hub,
+    metrics,
+    access,
+)
+
 
 def _protect(app: FastAPI, settings: Settings, accounts: Accounts) -> None:
     """Body limit, CORS from the configuration, and who each request comes from."""
@@ -105,35 +136,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.hub = clients
     errors.install(app)
     _protect(app, settings, runtime.accounts)
-    for module in (
-        sse,
-        session,
-        parts,
-        actions,
-        ingest,
-        frames,
-        uichat,
-        agui,
-        editor,
-        app_routes,
-        copies,
-        elsewhere,
-        tui,
-        pty,
-        v2,
-        v2_sessions,
-        v2_history,
-        v2_asks,
-        v2_integrations,
-        permission,
-        agent,
-        config,
-        workspace,
-        worktree,
-        hub,
-        metrics,
-        access,
-    ):
+    for module in ROUTES:
         app.include_router(module.router)
     app.mount("/socket.io", clients.asgi())
     _index(app)

@@ -79,7 +79,7 @@ class Authenticate:
         self.open_locally = open_locally and not password
 
     async def _principal(self, scope: Scope) -> Principal | None:
-        header = _authorization(scope)
+        header = _header(scope, b"authorization")
         if header is None:
             if self.open_locally and not await self.accounts.has_users():
                 return LOCAL_ADMIN
@@ -144,22 +144,17 @@ def client_kind(scope: Scope) -> str:
     """What kind of client a request comes from: ``?client=`` or ``x-partwire-client``
     (partwire's own clients say), else guessed from its User-Agent."""
     named = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("client")
-    found = named[0] if named else None
-    agent = ""
-    for name, value in scope.get("headers", []):
-        if name == b"x-partwire-client" and found is None:
-            found = bytes(value).decode("latin-1")
-        elif name == b"user-agent":
-            agent = bytes(value).decode("latin-1").lower()
-    if found is None:
-        found = (
-            "opencode"
-            if "opencode" in agent
-            else "web"
-            if agent.startswith("mozilla")
-            else agent.split("/", 1)[0] or "unknown"
+    said = named[0].encode("latin-1") if named else _header(scope, b"x-partwire-client")
+    if said is None:
+        agent = (_header(scope, b"user-agent") or b"").lower()
+        said = (
+            b"opencode"
+            if b"opencode" in agent
+            else b"web"
+            if agent.startswith(b"mozilla")
+            else agent.split(b"/", 1)[0]
         )
-    return _CLIENT.sub("", found.lower())[:32] or "unknown"
+    return _CLIENT.sub("", said.decode("latin-1").lower())[:32] or "unknown"
 
 
 def _open(path: str) -> bool:
@@ -167,19 +162,17 @@ def _open(path: str) -> bool:
 
 
 def _share_cookie(scope: Scope) -> str | None:
-    for name, value in scope.get("headers", []):
-        if name == b"cookie":
-            text: str = bytes(value).decode("latin-1")
-            for pair in text.split(";"):
-                key, _, found = pair.strip().partition("=")
-                if key == SHARE_COOKIE and found:
-                    return found
+    cookies = _header(scope, b"cookie")
+    for pair in (cookies or b"").decode("latin-1").split(";"):
+        key, _, found = pair.strip().partition("=")
+        if key == SHARE_COOKIE and found:
+            return found
     return None
 
 
-def _authorization(scope: Scope) -> bytes | None:
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
     for name, value in scope.get("headers", []):
-        if name == b"authorization":
+        if name == wanted:
             return bytes(value)
     return None
 

@@ -21,7 +21,7 @@ from typing import Literal
 from fastapi import Request
 from starlette.requests import HTTPConnection
 
-from partwire.access import Action, Principal, acting, can
+from partwire.access import Action, Grants, Principal, acting, can
 from partwire.accounts import readable
 from partwire.bus import Subscription
 from partwire.errors import NotFoundError, RefusedError
@@ -162,17 +162,20 @@ async def may(runtime: Runtime, principal: Principal, session_id: str, action: A
     return grants is not None and can(principal, grants, action)
 
 
-async def check_session(connection: HTTPConnection, session_id: str, action: Action) -> None:
+async def check_session(
+    connection: HTTPConnection, session_id: str, action: Action
+) -> Grants | None:
     """A 404 unless the caller may read the session; a 403 when they may read it but
-    ``action`` is write."""
+    ``action`` is write. The session's grants (None for an admin: not read)."""
     principal = principal_of(connection.scope)
     if principal.is_admin:
-        return
+        return None
     grants = await runtime_of(connection).accounts.grants(session_id)
     if grants is None or not can(principal, grants, "read"):
         raise NotFoundError("Session", session_id)
     if action == "write" and not can(principal, grants, "write"):
         raise RefusedError(f"you may read session {session_id} but not change it")
+    return grants
 
 
 def _refuse(principal: Principal, what: str) -> RefusedError:
@@ -195,9 +198,10 @@ async def authorize(connection: HTTPConnection) -> None:
     params = connection.path_params
     if policy in ("read", "write", "own", "copy"):
         session_id = str(params.get("sessionID", ""))
-        await check_session(connection, session_id, "write" if policy == "write" else "read")
-        if policy == "own":
-            await _check_owner(connection, principal, session_id)
+        action: Action = "write" if policy == "write" else "read"
+        grants = await check_session(connection, session_id, action)
+        if policy == "own" and (grants is None or grants.role_of(principal.user) != "owner"):
+            raise _refuse(principal, f"share session {session_id} (only its owner may)")
         if policy == "copy" and not principal.may_create:
             raise _refuse(principal, "make sessions")
     elif policy == "ask":
@@ -207,12 +211,6 @@ async def authorize(connection: HTTPConnection) -> None:
         raise _refuse(principal, "make sessions or read the project's files")
     elif policy == "admin":
         raise _refuse(principal, f"use {method} {path}")
-
-
-async def _check_owner(connection: HTTPConnection, principal: Principal, session_id: str) -> None:
-    grants = await runtime_of(connection).accounts.grants(session_id)
-    if grants is None or principal.user is None or grants.roles.get(principal.user) != "owner":
-        raise _refuse(principal, f"share session {session_id} (only its owner may)")
 
 
 def _ask_session(connection: HTTPConnection, request_id: str) -> str:
@@ -263,11 +261,11 @@ def ends_when_revoked(
     principal = actor.principal
     changes = runtime.bus.subscribe("session.access")
 
-    async def guard() -> None:
-        while await changes.get() is not None:
-            if not await may(runtime, principal, session_id, "read"):
-                subscription.close()
+    async def guard() -> None:  # asked first too: access taken before ``changes`` existed
+        while await may(runtime, principal, session_id, "read"):
+            if await changes.get() is None:
                 return
+        subscription.close()
 
     task = asyncio.get_running_loop().create_task(guard())
     try:

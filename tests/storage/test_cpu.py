@@ -95,13 +95,18 @@ async def test_the_store_writer_runs_on_the_loops_cpu(tmp_path: Path) -> None:
         delta = PartDeltaProps(
             session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text", delta="x"
         )
-        await store.append_delta(delta)
         writer = store._writer
-        for _ in range(200):  # until the writer has taken the batch
-            if writer.batches:
-                break
+        # until a batch was committed on the writer's thread: the loop commits a delta
+        # itself when none was committed in the last COMMIT_SPACING_S (_may_commit_here),
+        # so a second delta follows the first at once
+        for _ in range(200):
+            await store.append_delta(delta)
+            await asyncio.sleep(0)
+            await store.append_delta(delta)
             await asyncio.sleep(0.01)
-        assert writer.batches
+            if writer.batches > writer.commits_here:
+                break
+        assert writer.batches > writer.commits_here
         thread = writer._thread
         assert thread is not None and thread.native_id is not None
         assert os.sched_getaffinity(thread.native_id) == {writer.cpu.target}

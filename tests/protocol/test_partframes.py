@@ -86,3 +86,27 @@ async def test_a_snapshot_rebuilds_the_same_session(runtime: Runtime) -> None:
     for frame in frames[1:]:
         reducer.apply(frame)
     _check(reducer, stored)
+
+
+def test_deltas_fold_into_the_part_once_it_is_read_and_a_later_part_wins() -> None:
+    """A delta only appends (the reducer copies the part once, when it is read); a
+    part_update or part_complete replaces the part and whatever streamed into it."""
+    start = {"type": "text", "id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1"}
+    words = [f"w{n} " for n in range(1000)]
+    frames: list[dict[str, object]] = [
+        {"type": "message_start", "messageId": "msg_1", "role": "assistant"},
+        {"type": "part_start", "messageId": "msg_1", "partIndex": 0, "part": start | {"text": ""}},
+    ]
+    frames += [
+        {"type": "part_delta", "messageId": "msg_1", "partIndex": 0, "delta": w} for w in words
+    ]
+    reducer = FrameReducer()
+    for frame in frames:
+        reducer.apply(frame_adapter.validate_python(frame))
+    assert reducer.part("msg_1", 0).text == "".join(words)  # type: ignore[union-attr]
+    reducer.apply(frame_adapter.validate_python(frames[-1]))
+    assert reducer.message("msg_1").parts[0].text == "".join(words) + "w999 "  # type: ignore[union-attr]
+    final = {"type": "part_complete", "messageId": "msg_1", "partIndex": 0}
+    reducer.apply(frame_adapter.validate_python(frames[-1]))
+    reducer.apply(frame_adapter.validate_python(final | {"part": start | {"text": "final"}}))
+    assert reducer.message("msg_1").content == "final"

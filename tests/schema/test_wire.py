@@ -8,6 +8,8 @@ import jsonschema
 import pytest
 
 from partwire.schema.base import Tokens, WireModel
+from partwire.schema.event import PartDeltaProps
+from partwire.schema.frames import PartDelta
 from partwire.schema.message import (
     AssistantMessage,
     AssistantTime,
@@ -207,3 +209,19 @@ def test_the_reference_rejects_what_it_should() -> None:
     wire["session_id"] = wire.pop("sessionID")
     with pytest.raises(jsonschema.ValidationError):
         validate("TextPart", wire)
+
+
+@pytest.mark.parametrize(
+    "text", ["hi", 'a "quote" and \\ back', "\n\t\r\b\f\x00\x1f\x7f", "üñí 漢字 \u2028 😀", ""]
+)
+def test_the_per_token_models_written_by_hand_match_their_serialization(text: str) -> None:
+    """A text delta's event properties and its part frame are written directly; the text
+    is what pydantic writes for the same model, byte for byte."""
+    props = PartDeltaProps(
+        session_id="ses_1", message_id='msg_"1', part_id="prt_1", field="text", delta=text
+    )
+    frame = PartDelta(message_id="msg_1", part_index=3, delta=text)
+    assert props.wire_json() == props.model_dump_json(exclude_none=True)
+    assert frame.wire_json() == frame.model_dump_json(exclude_none=True)
+    tool = PartDelta(message_id="msg_1", part_index=1, args_delta='{"a"')
+    assert tool.wire_json() == tool.model_dump_json(exclude_none=True)

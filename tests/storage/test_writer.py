@@ -11,7 +11,12 @@ import pytest
 
 from partwire import ids
 from partwire.schema.event import Event, MessagePartDelta, PartDeltaProps
-from partwire.storage.writer import Writer
+from partwire.storage.writer import (
+    COMMIT_SPACING_S,
+    LOADED_DELTAS,
+    LOADED_SPACING_S,
+    Writer,
+)
 from partwire.storage.writes import DeltaAppend, Write, WriteContext
 
 
@@ -176,6 +181,25 @@ async def test_deltas_close_together_go_to_the_thread_and_stay_in_log_order(
     assert writer.commits_here == 1
     assert log.ids == [ids.logged_event_id(1, seq) for seq in range(1, 6)]  # in log order
     assert _seqs(tmp_path / "log.sqlite") == [1, 2, 3, 4, 5]
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_the_spacing_widens_while_commits_carry_many_deltas_and_narrows_after(
+    tmp_path: Path,
+) -> None:
+    """A commit of LOADED_DELTAS deltas or more (a busy server) widens the spacing between
+    commits of deltas to LOADED_SPACING_S; a small one brings it back."""
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log)
+    assert writer.spacing_s == COMMIT_SPACING_S
+    for n in range(LOADED_DELTAS):  # one loop iteration: one hand-over, one commit
+        writer.submit(_delta(n))
+    await log.until(LOADED_DELTAS)
+    assert writer.spacing_s == LOADED_SPACING_S > COMMIT_SPACING_S
+    writer.submit(_delta(99))
+    await log.until(LOADED_DELTAS + 1)
+    assert writer.spacing_s == COMMIT_SPACING_S
     writer.hand_over()
     await asyncio.to_thread(writer.stop)
 

@@ -50,6 +50,18 @@ class _Message:
     finish: str | None = None
     error: MessageError | None = None
     complete: bool = False
+    # text streamed into a part since it was last copied, by part index: a delta is an
+    # append, O(1), and the part is copied with its text once, when it is read
+    grown: dict[int, list[str]] = field(default_factory=dict)
+
+    def settled(self) -> list[Part]:
+        """The parts, each with every delta streamed into it."""
+        for index, chunks in self.grown.items():
+            part = self.parts[index]
+            assert isinstance(part, TextPart | ReasoningPart)
+            self.parts[index] = part.model_copy(update={"text": part.text + "".join(chunks)})
+        self.grown.clear()
+        return self.parts
 
 
 class FrameReducer:
@@ -72,16 +84,19 @@ class FrameReducer:
             parts.append(frame.part)
         elif isinstance(frame, PartUpdate | PartComplete):
             self._check_index(frame.message_id, frame.part_index)
-            self._state(frame.message_id).parts[frame.part_index] = frame.part
+            state = self._state(frame.message_id)
+            state.parts[frame.part_index] = frame.part
+            state.grown.pop(frame.part_index, None)
         else:
             self._delta(frame)
 
     def _delta(self, frame: PartDelta) -> None:
         self._check_index(frame.message_id, frame.part_index)
-        parts = self._state(frame.message_id).parts
+        message = self._state(frame.message_id)
+        parts = message.parts
         part = parts[frame.part_index]
         if frame.delta is not None and isinstance(part, TextPart | ReasoningPart):
-            parts[frame.part_index] = part.model_copy(update={"text": part.text + frame.delta})
+            message.grown.setdefault(frame.part_index, []).append(frame.delta)
         elif (
             frame.args_delta is not None
             and isinstance(part, ToolPart)
@@ -102,17 +117,22 @@ class FrameReducer:
         if not 0 <= index < len(self._state(message_id).parts):
             raise FrameError(f"message {message_id} has no part {index}")
 
+    def part(self, message_id: str, index: int) -> Part:
+        """Part ``index`` of the message, as the frames so far made it."""
+        return self._state(message_id).settled()[index]
+
     def message(self, message_id: str) -> BuiltMessage:
         state = self._state(message_id)
+        parts = state.settled()
         tokens, cost = Tokens(), 0.0
-        for part in state.parts:
+        for part in parts:
             if part.type == "step-finish":
                 tokens, cost = tokens.plus(part.tokens), cost + part.cost
         return BuiltMessage(
             id=message_id,
             role=state.role,
-            parts=list(state.parts),
-            content=content_of(state.parts),
+            parts=list(parts),
+            content=content_of(parts),
             tokens=tokens,
             cost=cost,
             finish=state.finish,
@@ -239,7 +259,7 @@ class SessionFrames:
     def _change(self, part: Part, index: int, final: bool) -> Frame:
         if final:
             return PartComplete(message_id=part.message_id, part_index=index, part=part)
-        before = self.reducer.messages[part.message_id].parts[index]
+        before = self.reducer.part(part.message_id, index)
         if (
             isinstance(part, ToolPart)
             and isinstance(part.state, ToolStatePending)

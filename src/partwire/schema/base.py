@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeAlias
 
@@ -11,6 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 # Its containers are read-only (covariant) types, so a list[str] or a dict[str, int] is one.
 JSON: TypeAlias = "str | int | float | bool | Sequence[JSON] | Mapping[str, JSON] | None"
 JSONObject: TypeAlias = "dict[str, JSON]"
+
+
+# A str as a JSON string, as pydantic writes it (UTF-8 kept, control characters escaped):
+# for the few models written by hand because one is sent for every streamed token.
+json_string = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class WireModel(BaseModel):

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union, cast
 from pydantic import Field, TypeAdapter, create_model
 
 from partwire.access import acting
-from partwire.schema.base import WireModel
+from partwire.schema.base import WireModel, json_string
 from partwire.schema.message import Message, MessageError
 from partwire.schema.part import Part
 from partwire.schema.permission import PermissionReply, PermissionRequest, QuestionRequest, Todo
@@ -255,6 +255,15 @@ class PartDeltaProps(WireModel):
     part_id: str = Field(alias="partID")
     field: str
     delta: str
+
+    def wire_json(self) -> str:
+        """Written directly (one is logged per token); the same text as the model's own
+        serialization."""
+        return (
+            f'{{"sessionID":{json_string(self.session_id)},'
+            f'"messageID":{json_string(self.message_id)},"partID":{json_string(self.part_id)},'
+            f'"field":{json_string(self.field)},"delta":{json_string(self.delta)}}}'
+        )
 
 
 class PartRef(WireModel):

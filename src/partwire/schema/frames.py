@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from partwire.schema.base import JSON, JSONObject, Tokens, WireModel
+from partwire.schema.base import JSON, JSONObject, Tokens, WireModel, json_string
 from partwire.schema.message import MessageError
 from partwire.schema.part import Part, ReasoningPart, TextPart, ToolPart
 from partwire.schema.tool_state import ToolStateCompleted, ToolStateError, ToolStatePending
@@ -57,6 +57,16 @@ class PartDelta(WireModel):
     part_index: int = Field(alias="partIndex")
     delta: str | None = None
     args_delta: str | None = Field(default=None, alias="argsDelta")
+
+    def wire_json(self) -> str:
+        """A text delta's JSON written directly (one goes to every stream per token); the
+        same text as the model's own serialization."""
+        if self.delta is None or self.args_delta is not None:
+            return super().wire_json()
+        return (
+            f'{{"type":"part_delta","messageId":{json_string(self.message_id)},'
+            f'"partIndex":{self.part_index},"delta":{json_string(self.delta)}}}'
+        )
 
 
 class PartUpdate(WireModel):

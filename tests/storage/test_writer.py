@@ -160,25 +160,30 @@ async def test_a_lone_delta_is_committed_and_published_within_the_loops_iteratio
     await asyncio.to_thread(writer.stop)
 
 
-async def test_deltas_close_together_go_to_the_thread_and_stay_in_log_order(
+async def test_deltas_close_together_wait_on_the_loop_for_one_group_commit_in_log_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once deltas commit within the spacing of each other, they wait for the thread's
-    group commit; an awaited write behind them is not committed ahead of them."""
+    """Once deltas come within the spacing of the last commit of deltas, they wait on the
+    loop (no hand-over to the thread) and are committed together once the spacing has
+    passed; an awaited write takes the waiting deltas with it, ahead of itself."""
     monkeypatch.setattr("partwire.storage.writer.COMMIT_SPACING_S", 0.05)
     log = _Log()
     writer = await _started(tmp_path / "log.sqlite", log, inline=True)
     writer.submit(_delta(1))
     await asyncio.sleep(0)  # committed here: no delta was committed before
-    for n in range(2, 6):
+    for n in range(2, 4):
         writer.submit(_delta(n))
-        await asyncio.sleep(0)  # within 50 ms of the first: to the thread, one hand-over each
+        await asyncio.sleep(0)
+    assert len(log.ids) == 1  # within 50 ms of the first: waiting
+    await log.until(3)  # the spacing passed: one commit on the loop for both
+    assert writer.commits_here == 2 and writer.batches == 3  # the thread's first, and two
+    for n in range(4, 6):
+        writer.submit(_delta(n))
     awaited = Write(future=asyncio.get_running_loop().create_future())
     writer.submit(awaited)
     assert awaited.future is not None
     await awaited.future
-    await log.until(5)
-    assert writer.commits_here == 1
+    assert writer.commits_here == 3  # the awaited write took the deltas along
     assert log.ids == [ids.logged_event_id(1, seq) for seq in range(1, 6)]  # in log order
     assert _seqs(tmp_path / "log.sqlite") == [1, 2, 3, 4, 5]
     writer.hand_over()

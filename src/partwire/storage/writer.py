@@ -90,6 +90,8 @@ class Writer:
         # lists of writes, handed over once per loop iteration; None = stop
         self._queue: queue.SimpleQueue[list[Write] | None] = queue.SimpleQueue()
         self._pending: list[Write] = []
+        self._soon = False  # a hand-over is queued for this loop iteration
+        self._due: asyncio.TimerHandle | None = None  # … or timed: deltas' group commit
         self._thread: threading.Thread | None = None
         self._deliver: Deliver | None = None
         self._lost: Lost | None = None
@@ -121,13 +123,30 @@ class Writer:
 
     def submit(self, write: Write) -> None:
         """Queue a write (on the loop's thread). The writes of one loop iteration reach the
-        thread together: many sessions' deltas cost one wake-up of the writer, not one each."""
+        thread together: many sessions' deltas cost one wake-up of the writer, not one each.
+        Where the loop may commit (SQLite), a delta waits on the loop instead, until the
+        spacing since the last commit of deltas has passed: the group commit is then one
+        timer and one commit on the loop's thread, with no hand-over to the thread and
+        back."""
         self._pending.append(write)
-        if len(self._pending) == 1:
-            assert self._loop is not None
-            self._loop.call_soon(self.hand_over)
+        if self._soon:
+            return
+        assert self._loop is not None
+        if type(write) is DeltaAppend and self._inline and self._conn is not None:
+            if self._due is not None:
+                return
+            wait = self._last_delta_commit + self.spacing_s - time.monotonic()
+            if wait > 0:
+                self._due = self._loop.call_later(wait, self.hand_over)
+                return
+        self._soon = True
+        self._loop.call_soon(self.hand_over)
 
     def hand_over(self) -> None:
+        self._soon = False
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
         if not self._pending:
             return
         writes, self._pending = self._pending, []

@@ -23,6 +23,7 @@ from fastapi import FastAPI
 
 from partwire.config import load_settings
 from partwire.server.app import create_app
+from partwire.server.runner import _freeze_after_warm_up
 from partwire.session.processor import Processor
 
 EMITS: dict[str, int] = {}
@@ -122,6 +123,22 @@ def build(
     return app
 
 
+async def _serve(app: FastAPI, port: int) -> None:
+    """As ``partwire serve`` runs: once the port is bound, the warm-up (the tools' schemas,
+    the providers' SDKs, whether the project is a git repository), then the heap that
+    start-up made is frozen out of the collector's scans."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            return serving.result()
+        await asyncio.sleep(0.01)
+    app.state.runtime.warm_up()
+    freezing = asyncio.create_task(_freeze_after_warm_up(app.state.runtime))
+    await serving
+    freezing.cancel()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -132,7 +149,12 @@ def main() -> None:
     parser.add_argument("--redis-url", help="events between servers through Redis")
     args = parser.parse_args()
     app = build(args.data, args.project, args.delay_ms, args.database_url, args.redis_url)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_serve(app, args.port))
+    else:
+        uvloop.run(_serve(app, args.port))
 
 
 if __name__ == "__main__":

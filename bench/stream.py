@@ -16,6 +16,8 @@ For each size: a fresh server process and data dir, one session, the prompt
   model costs
 - peak RSS of the server process
 - the server process's CPU time (every thread) per 1,000 deltas, from the prompt to idle
+- the first delta's wait: from the client sending the prompt to its reading the first
+  delta (the prompt stored, the loop started, the model's first token, its commit)
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Result:
     peak_rss_mb: float
     delay_ms: float = 0
     cpu_ms_per_1k: float = 0
+    first_ms: float = 0
 
 
 def _free_port() -> int:
@@ -70,10 +73,18 @@ async def _wait_ready(http: httpx.AsyncClient, path: str = "/session") -> None:
     raise RuntimeError("the server did not start")
 
 
-async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int], float, int]:
-    """Prompt and read SSE until idle; returns receive times per delta, the elapsed s and
-    the bytes of the stream's body read."""
+@dataclass
+class Streamed:
+    received: dict[str, int]  # when each delta was read (wall clock, ns)
+    elapsed_s: float  # the prompt sent → the last delta read
+    first_s: float  # the prompt sent → the first delta read
+    body_bytes: int  # of the stream's body
+
+
+async def _stream(http: httpx.AsyncClient, prompt: str) -> Streamed:
+    """Prompt and read SSE until idle."""
     received: dict[str, int] = {}
+    first = 0.0
     session = (await http.post("/session", json={})).json()["id"]
     async with http.stream("GET", "/event", timeout=None) as response:
         lines = response.aiter_lines()
@@ -90,10 +101,11 @@ async def _stream(http: httpx.AsyncClient, prompt: str) -> tuple[dict[str, int],
             if event["type"] == "message.part.delta":
                 received[event["properties"]["delta"]] = time.time_ns()
                 last = time.perf_counter()
+                first = first or last
             elif event["type"] == "session.idle" and event["properties"]["sessionID"] == session:
                 break
         body_bytes = response.num_bytes_downloaded
-    return received, last - started, body_bytes
+    return Streamed(received, last - started, first - started, body_bytes)
 
 
 def _stall(port: int) -> socket.socket:
@@ -139,7 +151,7 @@ async def measure(
                 await _wait_ready(http)
                 stuck = [_stall(port) for _ in range(stalled)]
                 before = (await http.get("/bench/stats")).json()
-                received, elapsed, sent = await _stream(http, prompt or f"long {words}")
+                streamed = await _stream(http, prompt or f"long {words}")
                 after = (await http.get("/bench/stats", params={"emits": "true"})).json()
                 for sock in stuck:
                     sock.close()
@@ -147,14 +159,16 @@ async def measure(
             server.terminate()
             await asyncio.wait_for(server.wait(), 10)
     emits: dict[str, int] = after["emits"]
+    received = streamed.received
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     text_bytes = sum(len(d.encode()) for d in received)
-    written = after["writer_wchar"] - before["writer_wchar"] - sent  # the database's bytes
+    # the database's bytes
+    written = after["writer_wchar"] - before["writer_wchar"] - streamed.body_bytes
     if len(received) != words:
         raise RuntimeError(f"expected {words} deltas, the client read {len(received)}")
     return Result(
         words=words,
-        rate=words / elapsed,
+        rate=words / streamed.elapsed_s,
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[int(len(latencies) * 0.99) - 1],
         bytes_per_byte=written / text_bytes,
@@ -162,6 +176,7 @@ async def measure(
         peak_rss_mb=after["peak_rss_kb"] / 1024,
         delay_ms=delay_ms,
         cpu_ms_per_1k=(after["cpu_s"] - before["cpu_s"]) * 1000 / words * 1000,
+        first_ms=streamed.first_s * 1000,
     )
 
 
@@ -185,6 +200,7 @@ def table(results: list[Result], first: str = "long N") -> str:
             "SQLite B/B",
             "peak RSS MB",
             "CPU ms/1k",
+            "first delta ms",
         ),
         *(
             (
@@ -197,6 +213,7 @@ def table(results: list[Result], first: str = "long N") -> str:
                 f"{r.bytes_per_byte:.1f}",
                 f"{r.peak_rss_mb:.1f}",
                 f"{r.cpu_ms_per_1k:.1f}",
+                f"{r.first_ms:.1f}",
             )
             for r in results
         ),

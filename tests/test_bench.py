@@ -43,11 +43,12 @@ async def test_bench_prints_its_table(
     lines = out.splitlines()
     header = lines[1].split()
     assert header[: len(first_column)] == first_column
-    assert header[-6:] == ["B/B", "peak", "RSS", "MB", "CPU", "ms/1k"]
+    assert header[-9:] == ["B/B", "peak", "RSS", "MB", "CPU", "ms/1k", "first", "delta", "ms"]
     row = lines[3].split()
     assert row[0] == "200" and row[1] == (extra[1] if extra else "0")
-    assert "KB/delta" in header and float(row[-4]) > 0  # KB/delta, SQLite B/B, peak RSS
-    assert float(row[-1]) > 0  # the server's CPU per 1k deltas
+    assert "KB/delta" in header and float(row[-5]) > 0  # KB/delta, SQLite B/B, peak RSS
+    assert float(row[-2]) > 0  # the server's CPU per 1k deltas
+    assert 0 < float(row[-1]) < 10_000  # the prompt sent → the first delta read
 
 
 async def test_ui_bench_prints_its_tables() -> None:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import gc
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -386,15 +386,19 @@ class Runtime:
         await (await self._loop_of(session_id)).answer_waiting(session_id)
 
     def warm_up(self) -> None:
-        """Once the port is bound: load the configured providers' SDKs on a worker thread,
-        so the first prompt does not wait for them and the start did not either."""
-        if not self.settings.providers or self._warming is not None:
+        """Once the port is bound, what the first prompt would otherwise wait for: on a
+        worker thread, the configured providers' SDKs and the tools' schemas (pydantic
+        takes milliseconds a tool); on the loop, whether the project is a git repository
+        (a subprocess). The start waited for none of it."""
+        if self._warming is not None:
             return
         from partwire.providers import configured
 
         apis: set[str] = {provider.api for provider in self.settings.providers.values()}
         loop = asyncio.get_running_loop()
-        self._warming = loop.run_in_executor(None, configured.warm_up, apis)
+        self._warming = loop.run_in_executor(None, _warm, configured.warm_up, apis)
+        snapshots = self.project().loop.reverts.snapshots
+        self.spawn(_quietly(snapshots.enabled()), "warm-up: git")
 
     async def warmed(self) -> None:
         """Until ``warm_up``'s imports are done (at once if it never ran)."""
@@ -474,3 +478,17 @@ class Runtime:
     def advertise(self, url: str) -> None:
         """Record the URL this runtime serves on in the data dir's lock file."""
         lock.advertise(self.settings.data_dir, url)
+
+
+def _warm(load_providers: Callable[[set[str]], None], apis: set[str]) -> None:
+    if apis:
+        load_providers(apis)
+    from partwire.tools.registry import tool_specs
+
+    tool_specs()  # each tool's schema is made once, and kept
+
+
+async def _quietly(work: Awaitable[object]) -> None:
+    """Warm-up work whose failure the first prompt meets again, and reports."""
+    with contextlib.suppress(Exception):
+        await work

@@ -21,7 +21,6 @@ async def test_the_warm_up_makes_the_tools_schemas_and_asks_git_before_any_promp
     runtime.warm_up()
     await runtime.warmed()
     assert tools and all("_schema_json" in vars(tool) for tool in tools)
-    async with asyncio.timeout(10):
-        while snapshots._enabled is None:
-            await asyncio.sleep(0.01)
+    asking = [task for task in runtime.background if task.get_name() == "warm-up: git"]
+    await asyncio.wait_for(asyncio.gather(*asking), 10)
     assert snapshots._enabled is False  # the test's project is not a git repository

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,33 @@ async def test_deltas_close_together_wait_on_the_loop_for_one_group_commit_in_lo
     assert writer.commits_here == 3  # the awaited write took the deltas along
     assert log.ids == [ids.logged_event_id(1, seq) for seq in range(1, 6)]  # in log order
     assert _seqs(tmp_path / "log.sqlite") == [1, 2, 3, 4, 5]
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_the_loop_never_waits_for_a_write_lock_held_elsewhere(tmp_path: Path) -> None:
+    """Another process holds SQLite's write lock: a commit on the loop's thread fails at
+    once (no busy timeout there) and the writes go to the thread, which waits for the lock;
+    the loop runs on meanwhile, and the write lands once the lock is let go."""
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True)
+    holder = sqlite3.connect(tmp_path / "log.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    awaited = Write(future=asyncio.get_running_loop().create_future())
+    writer.submit(awaited)
+    writer.submit(_delta(1))
+    started = time.perf_counter()
+    await asyncio.sleep(0.2)  # the loop is free: this wakes on time
+    assert time.perf_counter() - started < 1.0 and awaited.future is not None
+    assert not awaited.future.done() and writer.commits_here == 0
+    holder.execute("ROLLBACK")
+    holder.close()
+    await asyncio.wait_for(awaited.future, 5)
+    await log.until(1)
+    assert _seqs(tmp_path / "log.sqlite") == [1] and writer.commits_here == 0
+    writer.submit(_delta(2))  # the lock is free again: the loop commits
+    await log.until(2)
+    assert writer.commits_here == 1
     writer.hand_over()
     await asyncio.to_thread(writer.stop)
 

@@ -85,6 +85,9 @@ class Writer:
         self._lock = threading.Lock()  # held by whoever commits on the connection
         self._in_thread = 0  # writes handed to the thread and not yet delivered
         self.commits_here = 0  # batches committed on the loop's thread
+        self._busy_timeout_ms = 0  # the connection's own, read once it is open
+        # (callback, args) the thread's last commit tells the loop, once its lock is free
+        self._told: list[tuple[Callable[..., object], tuple[object, ...]]] = []
         self._sequencer = sequencer
         self._describe = describe  # turns a failed write's exception into what callers see
         # lists of writes, handed over once per loop iteration; None = stop
@@ -152,15 +155,27 @@ class Writer:
         writes, self._pending = self._pending, []
         if self._may_commit_here(writes) and self._lock.acquire(blocking=False):
             try:
-                assert self._conn is not None
-                self.commits_here += 1
-                self._commit(self._conn, writes, here=True)
+                if self._commit_here(writes):
+                    return
             finally:
                 self._lock.release()
-            return
         self._in_thread += len(writes)
         self.cpu.note()
         self._queue.put(writes)
+
+    def _commit_here(self, writes: list[Write]) -> bool:
+        """Commit ``writes`` on the loop's thread without waiting for SQLite's write lock:
+        held by another connection (another process), False, and they go to the thread,
+        which waits for it the busy timeout. The loop never waits for a lock."""
+        conn = self._conn
+        assert conn is not None
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            committed = self._commit(conn, writes, here=True)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        self.commits_here += committed
+        return committed
 
     def _may_commit_here(self, writes: list[Write]) -> bool:
         """Whether the loop's thread commits ``writes`` itself (SQLite only: a commit there
@@ -187,6 +202,8 @@ class Writer:
 
     def _run(self) -> None:
         conn = self._connect()
+        if self._inline:  # restored after each commit on the loop, which waits for no lock
+            self._busy_timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
         self._conn = conn
         try:
             stopping = False
@@ -196,6 +213,7 @@ class Writer:
                     self.cpu.follow()
                     with self._lock:
                         self._commit(conn, batch, here=False)
+                    self._tell_loop()  # once the lock is free: the loop may commit at once
         finally:
             with self._lock:
                 self._conn = None
@@ -258,15 +276,18 @@ class Writer:
         if self._sequencer is not None:
             self._sequencer.end(conn)
 
-    def _commit(self, conn: Conn, batch: list[Write], *, here: bool) -> None:
+    def _commit(self, conn: Conn, batch: list[Write], *, here: bool) -> bool:
         """Commit ``batch`` on the caller's thread: the loop's own (``here``) or the
-        writer's."""
+        writer's. False only ``here`` when the write lock is held elsewhere: nothing was
+        written or told."""
         ctx = WriteContext(conn, self.epoch, self.last_seq)
         started = time.perf_counter()
         try:
             with conn:
                 self._apply(conn, ctx, batch)
         except Exception as exc:
+            if here and _locked(exc):
+                return False
             if _locked(exc):  # each write alone would wait the busy timeout again
                 log.error("batch of %d writes failed: %s", len(batch), exc)
                 self._finish(
@@ -275,12 +296,13 @@ class Writer:
                     [(write, exc) for write in batch],
                     here=here,
                 )
-                return
+                return True
             log.exception("batch of %d writes failed; retrying one by one", len(batch))
             self._commit_one_by_one(conn, batch, here=here)
-            return
+            return True
         metrics.count_commit(len(batch), _deltas(batch), time.perf_counter() - started)
         self._finish(ctx, batch, [], here=here)
+        return True
 
     def _commit_one_by_one(self, conn: Conn, batch: list[Write], *, here: bool) -> None:
         ctx = WriteContext(conn, self.epoch, self.last_seq)
@@ -315,7 +337,7 @@ class Writer:
             self.spacing_s = LOADED_SPACING_S if deltas >= LOADED_DELTAS else COMMIT_SPACING_S
         self._count_pages(ctx.events)
         assert self._loop is not None and self._deliver is not None
-        call = _call_now if here else self._loop.call_soon_threadsafe
+        call = _call_now if here else self._to_tell
         for write, exc in failed:
             if write.future is not None:
                 call(_fail, write.future, self._describe(exc))
@@ -324,6 +346,17 @@ class Writer:
         call(self._deliver if here else self._deliver_from_thread, batch, ctx.events)
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)
+
+
+    def _to_tell(self, callback: Callable[..., object], *args: object) -> None:
+        """On the writer's thread: what the loop is told after this commit."""
+        self._told.append((callback, args))
+
+    def _tell_loop(self) -> None:
+        assert self._loop is not None
+        told, self._told = self._told, []
+        for callback, args in told:
+            self._loop.call_soon_threadsafe(callback, *args)
 
 
 def _deltas(batch: list[Write]) -> int:

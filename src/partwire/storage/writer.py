@@ -347,7 +347,6 @@ class Writer:
         if self._sequencer is not None and ctx.events:  # after: our clients need not wait
             self._sequencer.committed(ctx.events)
 
-
     def _to_tell(self, callback: Callable[..., object], *args: object) -> None:
         """On the writer's thread: what the loop is told after this commit."""
         self._told.append((callback, args))

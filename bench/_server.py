@@ -23,7 +23,7 @@ from fastapi import FastAPI
 
 from partwire.config import load_settings
 from partwire.server.app import create_app
-from partwire.server.runner import _freeze_after_warm_up
+from partwire.server.runner import freeze_after_warm_up
 from partwire.session.processor import Processor
 
 EMITS: dict[str, int] = {}
@@ -134,7 +134,7 @@ async def _serve(app: FastAPI, port: int) -> None:
             return serving.result()
         await asyncio.sleep(0.01)
     app.state.runtime.warm_up()
-    freezing = asyncio.create_task(_freeze_after_warm_up(app.state.runtime))
+    freezing = asyncio.create_task(freeze_after_warm_up(app.state.runtime))
     await serving
     freezing.cancel()
 

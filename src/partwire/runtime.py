@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import gc
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -392,11 +392,9 @@ class Runtime:
         (a subprocess). The start waited for none of it."""
         if self._warming is not None:
             return
-        from partwire.providers import configured
-
         apis: set[str] = {provider.api for provider in self.settings.providers.values()}
         loop = asyncio.get_running_loop()
-        self._warming = loop.run_in_executor(None, _warm, configured.warm_up, apis)
+        self._warming = loop.run_in_executor(None, _warm, apis)
         snapshots = self.project().loop.reverts.snapshots
         self.spawn(_quietly(snapshots.enabled()), "warm-up: git")
 
@@ -480,11 +478,12 @@ class Runtime:
         lock.advertise(self.settings.data_dir, url)
 
 
-def _warm(load_providers: Callable[[set[str]], None], apis: set[str]) -> None:
-    if apis:
-        load_providers(apis)
+def _warm(apis: set[str]) -> None:
+    from partwire.providers import configured
     from partwire.tools.registry import tool_specs
 
+    if apis:
+        configured.warm_up(apis)
     tool_specs()  # each tool's schema is made once, and kept
 
 

@@ -137,7 +137,7 @@ async def _serve_deferred(
         if on_start is not None:  # the database opened: now it is news that it serves
             on_start(bound)
         runtime.warm_up()
-        freezing.append(asyncio.create_task(_freeze_after_warm_up(runtime)))
+        freezing.append(asyncio.create_task(freeze_after_warm_up(runtime)))
 
     def failed(_: BaseException) -> None:
         server.should_exit = True
@@ -151,7 +151,7 @@ async def _serve_deferred(
         raise deferred.failure
 
 
-async def _freeze_after_warm_up(runtime: Runtime) -> None:
+async def freeze_after_warm_up(runtime: Runtime) -> None:
     """What start-up and the warm-up loaded (modules, schemas, routes: most of the heap)
     lives as long as the process. Frozen, the collector stops re-scanning it, so a full
     collection during a stream walks only what streams made (a few % of CPU per token).

@@ -164,18 +164,24 @@ class Writer:
         self._queue.put(writes)
 
     def _commit_here(self, writes: list[Write]) -> bool:
-        """Commit ``writes`` on the loop's thread without waiting for SQLite's write lock:
-        held by another connection (another process), False, and they go to the thread,
-        which waits for it the busy timeout. The loop never waits for a lock."""
-        conn = self._conn
-        assert conn is not None
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            committed = self._commit(conn, writes, here=True)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        """Commit ``writes`` on the loop's thread, which never waits for SQLite's write lock
+        (the connection's busy timeout is 0 but for the thread's commits): held by another
+        connection (another process), False, and they go to the thread, which waits."""
+        assert self._conn is not None
+        committed = self._commit(self._conn, writes, here=True)
         self.commits_here += committed
         return committed
+
+    def _commit_waiting(self, conn: Conn, batch: list[Write]) -> None:
+        """Commit ``batch`` on the writer's thread, waiting the busy timeout for the lock."""
+        if not self._inline:
+            self._commit(conn, batch, here=False)
+            return
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        try:
+            self._commit(conn, batch, here=False)
+        finally:
+            conn.execute("PRAGMA busy_timeout = 0")
 
     def _may_commit_here(self, writes: list[Write]) -> bool:
         """Whether the loop's thread commits ``writes`` itself (SQLite only: a commit there
@@ -202,8 +208,9 @@ class Writer:
 
     def _run(self) -> None:
         conn = self._connect()
-        if self._inline:  # restored after each commit on the loop, which waits for no lock
+        if self._inline:  # the loop's commits wait for no lock; the thread's, this long
             self._busy_timeout_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            conn.execute("PRAGMA busy_timeout = 0")
         self._conn = conn
         try:
             stopping = False
@@ -212,7 +219,7 @@ class Writer:
                 if batch:
                     self.cpu.follow()
                     with self._lock:
-                        self._commit(conn, batch, here=False)
+                        self._commit_waiting(conn, batch)
                     self._tell_loop()  # once the lock is free: the loop may commit at once
         finally:
             with self._lock:
@@ -286,9 +293,9 @@ class Writer:
             with conn:
                 self._apply(conn, ctx, batch)
         except Exception as exc:
-            if here and _locked(exc):
-                return False
             if _locked(exc):  # each write alone would wait the busy timeout again
+                if here:
+                    return False  # the thread takes them, and waits for the lock
                 log.error("batch of %d writes failed: %s", len(batch), exc)
                 self._finish(
                     WriteContext(conn, self.epoch, self.last_seq),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from typing import Any
 
 import pytest
 
@@ -248,3 +249,43 @@ async def test_a_stale_session_write_never_undoes_its_budget(store: SqliteStore)
     dropped = stored.model_copy(update={"metadata": {"team": "b"}})
     await store.put_session(dropped, [], sets_budget=True)
     assert (await store.get_session("ses_1")).metadata == {"team": "b"}
+
+
+class _LockedConnection:
+    """A connection whose every statement finds the database locked."""
+
+    def execute(self, sql: str, *args: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+
+async def test_point_reads_run_on_the_loop_and_go_to_a_thread_when_locked(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session or a message read by its id needs no worker thread on SQLite (Postgres
+    reads on threads); a point read that finds the database locked is read on a thread,
+    which waits for the lock as every read did."""
+    store = make_store()
+    await store.open()
+    try:
+        await store.put_session(_session(), [])
+        await store.put_message(_assistant(), [])
+        await store.put_part(_text(text="hello"), [])
+        threads: list[object] = []
+        real = asyncio.to_thread
+
+        async def counted(func: Any, /, *args: Any) -> Any:
+            threads.append(func)
+            return await real(func, *args)
+
+        monkeypatch.setattr("partwire.storage.sqlite.asyncio.to_thread", counted)
+        assert (await store.get_session("ses_1")).id == "ses_1"
+        message = await store.get_message("ses_1", "msg_2")
+        assert [part.text for part in message.parts] == ["hello"]  # type: ignore[union-attr]
+        assert len(threads) == (2 if isinstance(store, PostgresStore) else 0)
+        if isinstance(store, PostgresStore):
+            return
+        monkeypatch.setattr(store, "_loop_reader", _LockedConnection())
+        assert (await store.get_session("ses_1")).id == "ses_1"  # through a thread
+        assert len(threads) == 1
+    finally:
+        await store.close()

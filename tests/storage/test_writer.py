@@ -7,6 +7,7 @@ import asyncio
 import sqlite3
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -258,5 +259,28 @@ async def test_a_writer_on_a_shared_log_commits_only_on_its_thread(tmp_path: Pat
         await asyncio.sleep(0.01)
     await log.until(3)
     assert writer.commits_here == 0
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_deltas_due_by_their_timer_commit_on_the_loop_whatever_the_clock_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop may fire a timer a little early (uvloop counts whole milliseconds): deltas
+    whose timer fired are due, and are committed on the loop, not handed to the thread."""
+    monkeypatch.setattr("partwire.storage.writer.COMMIT_SPACING_S", 0.02)
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True)
+    writer.submit(_delta(1))
+    await log.until(1)
+    here = writer.commits_here
+    stopped = time.monotonic()  # the writer's clock stands still: its timer is "early"
+    clock = SimpleNamespace(monotonic=lambda: stopped, perf_counter=time.perf_counter)
+    monkeypatch.setattr("partwire.storage.writer.time", clock)
+    writer.submit(_delta(2))
+    await asyncio.sleep(0)
+    assert len(log.ids) == 1  # waiting for the spacing
+    await log.until(2)
+    assert writer.commits_here == here + 1
     writer.hand_over()
     await asyncio.to_thread(writer.stop)

@@ -104,6 +104,7 @@ class PostgresStore(SqliteStore):
 
     # a snapshot for the whole read: the messages and the last event id it returns agree
     _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+    _POINT_READS_ON_LOOP = False
 
     def _prepare(self) -> tuple[int, int]:
         import psycopg

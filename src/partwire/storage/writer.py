@@ -140,10 +140,17 @@ class Writer:
                 return
             wait = self._last_delta_commit + self.spacing_s - time.monotonic()
             if wait > 0:
-                self._due = self._loop.call_later(wait, self.hand_over)
+                self._due = self._loop.call_later(wait, self._hand_over_due)
                 return
         self._soon = True
         self._loop.call_soon(self.hand_over)
+
+    def _hand_over_due(self) -> None:
+        """The deltas' timer: their spacing has passed (the loop's clock may fire a timer a
+        fraction of a millisecond early, which must not send the group to the thread)."""
+        self._due = None
+        self._last_delta_commit = 0.0
+        self.hand_over()
 
     def hand_over(self) -> None:
         self._soon = False
@@ -293,7 +300,7 @@ class Writer:
             with conn:
                 self._apply(conn, ctx, batch)
         except Exception as exc:
-            if _locked(exc):  # each write alone would wait the busy timeout again
+            if locked(exc):  # each write alone would wait the busy timeout again
                 if here:
                     return False  # the thread takes them, and waits for the lock
                 log.error("batch of %d writes failed: %s", len(batch), exc)
@@ -374,8 +381,8 @@ def _call_now(callback: Callable[..., object], *args: object) -> None:
     callback(*args)
 
 
-def _locked(exc: BaseException) -> bool:
-    """Another connection held the write lock past the busy timeout."""
+def locked(exc: BaseException) -> bool:
+    """Another connection held SQLite's lock past the busy timeout."""
     text = str(exc)
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 

@@ -115,3 +115,21 @@ def test_sse_bytes_split_anywhere_decode_to_the_same_text(words: list[str], data
     events += decoder.finish()
     assert texts(events, TextDelta) == "".join(words)
     assert sum(isinstance(e, TextStart) for e in events) == 1
+
+
+SSE_LINE = st.sampled_from([b"data: {}", b"data:{}", b"data: ", b"data: a: b", b": ping", b"id: 7"])
+
+
+@given(st.lists(st.lists(SSE_LINE, min_size=1, max_size=3), max_size=8), st.booleans())
+def test_events_fed_one_a_read_split_as_the_whole_stream_does(
+    events: list[list[bytes]], crlf: bool
+) -> None:
+    """A read that is one whole single-line event takes the short path; whatever the reads,
+    the events' data are those of the stream read at once."""
+    end = b"\r\n" if crlf else b"\n"
+    reads = [end.join(lines) + end + end for lines in events]
+    whole = SseSplitter()
+    expected = whole.feed(b"".join(reads)) + whole.close()
+    splitter = SseSplitter()
+    got = [data for read in reads for data in splitter.feed(read)] + splitter.close()
+    assert got == expected

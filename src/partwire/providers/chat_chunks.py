@@ -64,6 +64,14 @@ class SseSplitter:
         self._data: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        if (  # the usual chunk: one whole event of one data line
+            not self._pending
+            and not self._data
+            and chunk.startswith(b"data: ")
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk.endswith(b"\n\n")
+        ):
+            return [chunk[6:-2]]
         lines = (self._pending + chunk).split(b"\n")
         self._pending = lines.pop()
         events: list[bytes] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeAlias
 
@@ -15,8 +16,9 @@ JSONObject: TypeAlias = "dict[str, JSON]"
 
 
 # A str as a JSON string, as pydantic writes it (UTF-8 kept, control characters escaped):
-# for the few models written by hand because one is sent for every streamed token.
-json_string = json.JSONEncoder(ensure_ascii=False).encode
+# for the few models written by hand because one is sent for every streamed token. The C
+# function JSONEncoder(ensure_ascii=False).encode calls for a str, without its Python frame.
+json_string = json.encoder.encode_basestring
 
 
 class WireModel(BaseModel):

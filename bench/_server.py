@@ -1,11 +1,13 @@
 """The partwire server, instrumented for bench/stream.py (run as a separate process).
 
-It is the real app with additions that exist only here: the processor records when
-each delta leaves the model stream (wall clock, comparable across processes on one
-machine), a task measures the event loop's lag (how late a 1 ms timer fires; started by
-the first ``?reset_lag=true``), and GET
-/bench/stats reports those times, the lag since the last ``?reset_lag=true``, the SQLite
-writer thread's write-syscall byte count, each thread's CPU and the process's peak RSS.
+It is the real app with additions that exist only here: the builder records when each
+delta of the model's stream reaches it (wall clock, comparable across processes on one
+machine; a plain function around ``grow``, the processor's one call per delta, so that the
+instrument costs the measured server as little as it can), a task measures the event
+loop's lag (how late a 1 ms timer fires; started by the first ``?reset_lag=true``), and
+GET /bench/stats reports those times, the lag since the last ``?reset_lag=true``, the
+SQLite writer thread's write-syscall byte count, each thread's CPU and the process's peak
+RSS.
 """
 
 from __future__ import annotations
@@ -21,20 +23,20 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
+from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.config import load_settings
 from partwire.server.app import create_app
 from partwire.server.runner import freeze_after_warm_up
-from partwire.session.processor import Processor
 
 EMITS: dict[str, int] = {}
 LAGS_MS: list[float] = []
 LAG_TICK_S = 0.001
-_original_delta = Processor._delta
+_original_grow = StreamingMessageBuilder.grow
 
 
-async def _timed_delta(self: Processor, event: Any) -> None:
-    EMITS[event.delta] = time.time_ns()
-    await _original_delta(self, event)
+def _timed_grow(self: StreamingMessageBuilder, kind: StreamKind, stream_id: str, text: str) -> int:
+    EMITS[text] = time.time_ns()
+    return _original_grow(self, kind, stream_id, text)
 
 
 def _writer_wchar() -> int:
@@ -93,7 +95,7 @@ def build(
     database_url: str | None = None,
     redis_url: str | None = None,
 ) -> FastAPI:
-    Processor._delta = _timed_delta  # type: ignore[method-assign]
+    StreamingMessageBuilder.grow = _timed_grow  # type: ignore[method-assign]
     env = {"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
     if database_url:
         env["PARTWIRE_DATABASE_URL"] = database_url

@@ -248,6 +248,28 @@ def test_a_large_body_is_delivered_whole_in_slices_through_back_pressure(run: An
     run(main())
 
 
+def test_a_burst_then_the_connections_end_is_delivered_whole(run: Any) -> None:
+    """Reads far larger than a parse slice, then the end of the connection (a body without
+    length): what was read is parsed a slice at a time and all of it reaches the reader
+    before the end does."""
+
+    async def main() -> None:
+        payload = bytes(range(256)) * 2048  # 512 KiB: more than one read, many slices
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await server.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + payload)
+            await writer.drain()
+
+        async with Server(handler) as server, client() as http:
+            async with http.stream("GET", server.url) as response:
+                await asyncio.sleep(0.2)  # the whole body and the close arrive meanwhile
+                received = b"".join([chunk async for chunk in response.aiter_raw()])
+        assert received == payload
+
+    run(main())
+
+
 def test_a_proxy_in_the_environment_leaves_the_sdk_its_own_transport(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -17,20 +17,22 @@ from partwire.schema.event import (
     PartDeltaProps,
     SessionInfo,
     SessionUpdated,
+    event_json,
 )
 from partwire.schema.message import Message, MessageWithParts
 from partwire.schema.part import Part
 from partwire.schema.session import Session
 from partwire.storage.connection import Conn
 
-# Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
-# one step, and Python's sqlite3 lets go of the GIL at every step: a row at a time, a
-# batch of 100 deltas handed the GIL to the loop's thread and back 100 times. A few fixed
-# sizes keep the statements in sqlite3's cache.
-_ROW_CHUNKS = (64, 16, 4, 1)
+# A commit's log rows go in as one multi-row INSERT, or one per ROWS_PER_INSERT rows. Each
+# statement is one step, and Python's sqlite3 lets go of the GIL at every step: a row at a
+# time, a batch of 100 deltas handed the GIL to the loop's thread and back 100 times. The
+# statement for each row count is compiled once and kept in the connection's statement
+# cache (storage/sqlite.py makes room there for all of them).
+ROWS_PER_INSERT = 64
 _INSERT = {
     n: "INSERT INTO event_log (seq, type, payload) VALUES " + ",".join(["(?,?,?)"] * n)
-    for n in _ROW_CHUNKS
+    for n in range(1, ROWS_PER_INSERT + 1)
 }
 
 
@@ -50,19 +52,19 @@ class WriteContext:
         a 1 KiB page, so a paced stream's commit mostly rewrites one page. The row is
         inserted by ``insert_rows``, before the transaction commits."""
         seq = self.last_seq + 1
-        event = draft.with_id(ids.logged_event_id(self.epoch, seq))
-        self.rows += (seq, event.type, event.properties_json)
+        event_id = ids.logged_event_id(self.epoch, seq)
+        body = draft.properties.wire_json()
+        self.rows += (seq, draft.type, body)
         self.last_seq = seq
-        self.events.append(event)
+        json = event_json(event_id, draft.type, body)
+        self.events.append(Event(event_id, draft.type, draft.properties, json))
 
     def insert_rows(self) -> None:
-        rows, start = self.rows, 0
-        self.rows = []
-        for size in _ROW_CHUNKS:
-            width = size * 3
-            while len(rows) - start >= width:
-                self.conn.execute(_INSERT[size], rows[start : start + width])
-                start += width
+        rows, self.rows = self.rows, []
+        width = ROWS_PER_INSERT * 3
+        for start in range(0, len(rows), width):
+            chunk = rows[start : start + width]
+            self.conn.execute(_INSERT[len(chunk) // 3], chunk)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Coroutine
 from dataclasses import dataclass, field, replace
@@ -387,9 +388,9 @@ class Runtime:
 
     def warm_up(self) -> None:
         """Once the port is bound, what the first prompt would otherwise wait for: on a
-        worker thread, the configured providers' SDKs and the tools' schemas (pydantic
-        takes milliseconds a tool); on the loop, whether the project is a git repository
-        (a subprocess). The start waited for none of it."""
+        worker thread, the configured providers' SDKs, the tools' schemas (pydantic
+        takes milliseconds a tool) and the processor's module; on the loop, whether the
+        project is a git repository (a subprocess). The start waited for none of it."""
         if self._warming is not None:
             return
         apis: set[str] = {provider.api for provider in self.settings.providers.values()}
@@ -485,6 +486,8 @@ def _warm(apis: set[str]) -> None:
     if apis:
         configured.warm_up(apis)
     tool_specs()  # each tool's schema is made once, and kept
+    # the agent loop's step (the start leaves it out: about 3 ms of import)
+    importlib.import_module("partwire.session.processor")
 
 
 async def _quietly(work: Awaitable[object]) -> None:

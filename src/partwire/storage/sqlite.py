@@ -78,15 +78,8 @@ PRUNE_EVERY_BATCHES = 500
 PAGE_SIZE = 1024
 
 
-# compiled statements a connection keeps: the event log's INSERT for each row count, and
-# every other statement the store runs, with room to spare
-STATEMENT_CACHE = 256
-
-
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        path, check_same_thread=False, isolation_level=None, cached_statements=STATEMENT_CACHE
-    )
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect on a new database only
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")

@@ -24,15 +24,14 @@ from partwire.schema.part import Part
 from partwire.schema.session import Session
 from partwire.storage.connection import Conn
 
-# A commit's log rows go in as one multi-row INSERT, or one per ROWS_PER_INSERT rows. Each
-# statement is one step, and Python's sqlite3 lets go of the GIL at every step: a row at a
-# time, a batch of 100 deltas handed the GIL to the loop's thread and back 100 times. The
-# statement for each row count is compiled once and kept in the connection's statement
-# cache (storage/sqlite.py makes room there for all of them).
-ROWS_PER_INSERT = 64
+# Log rows go in with multi-row INSERTs of these sizes (largest first). Each statement is
+# one step, and Python's sqlite3 lets go of the GIL at every step: a row at a time, a
+# batch of 100 deltas handed the GIL to the loop's thread and back 100 times. A few fixed
+# sizes keep the statements in sqlite3's cache.
+_ROW_CHUNKS = (64, 16, 4, 1)
 _INSERT = {
     n: "INSERT INTO event_log (seq, type, payload) VALUES " + ",".join(["(?,?,?)"] * n)
-    for n in range(1, ROWS_PER_INSERT + 1)
+    for n in _ROW_CHUNKS
 }
 
 
@@ -60,11 +59,13 @@ class WriteContext:
         self.events.append(Event(event_id, draft.type, draft.properties, json))
 
     def insert_rows(self) -> None:
-        rows, self.rows = self.rows, []
-        width = ROWS_PER_INSERT * 3
-        for start in range(0, len(rows), width):
-            chunk = rows[start : start + width]
-            self.conn.execute(_INSERT[len(chunk) // 3], chunk)
+        rows, start = self.rows, 0
+        self.rows = []
+        for size in _ROW_CHUNKS:
+            width = size * 3
+            while len(rows) - start >= width:
+                self.conn.execute(_INSERT[size], rows[start : start + width])
+                start += width
 
 
 @dataclass

@@ -73,7 +73,7 @@ async def test_each_commit_is_appended_to_the_stream_once_in_log_order(
         await store.publish([SessionIdle(SessionRef(sessionID="ses_a"))])
     logged = [
         (row[0], row[1], row[2])
-        for row in await first._read(
+        for row in await first.read_with(
             lambda conn: conn.execute(
                 "SELECT seq, type, payload FROM event_log ORDER BY seq"
             ).fetchall()

@@ -277,14 +277,14 @@ async def test_point_reads_run_on_the_loop_and_go_to_a_thread_when_locked(
             threads.append(func)
             return await real(func, *args)
 
-        monkeypatch.setattr("partwire.storage.sqlite.asyncio.to_thread", counted)
+        monkeypatch.setattr("partwire.storage.readers.asyncio.to_thread", counted)
         assert (await store.get_session("ses_1")).id == "ses_1"
         message = await store.get_message("ses_1", "msg_2")
         assert [part.text for part in message.parts] == ["hello"]  # type: ignore[union-attr]
         assert len(threads) == (2 if isinstance(store, PostgresStore) else 0)
         if isinstance(store, PostgresStore):
             return
-        monkeypatch.setattr(store, "_loop_reader", _LockedConnection())
+        monkeypatch.setattr(store._readers, "_loop_conn", _LockedConnection())
         assert (await store.get_session("ses_1")).id == "ses_1"  # through a thread
         assert len(threads) == 1
     finally:

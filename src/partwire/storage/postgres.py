@@ -298,7 +298,7 @@ class PostgresStore(SqliteStore):
             ).fetchall()
             return bool(kinds) and kinds[-1][0].endswith(".asked")
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     def _seq(self, event_id: str) -> int:
         seq = ids.logged_event_seq(event_id, self.epoch)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -42,9 +41,10 @@ from partwire.storage.health import (
     schema_version,
 )
 from partwire.storage.migrations import LATEST_VERSION, migrate
+from partwire.storage.readers import Readers
 from partwire.storage.reading import load_messages
 from partwire.storage.recovery import SessionRecovery, recover
-from partwire.storage.writer import Writer, locked
+from partwire.storage.writer import Writer
 from partwire.storage.writes import (
     DeltaAppend,
     EventPrune,
@@ -102,9 +102,9 @@ class SqliteStore:
         self.bus = bus
         self.retain_events = retain_events
         self._writer = self._new_writer()
-        self._readers = threading.local()
-        self._reader_conns: list[Conn] = []
-        self._loop_reader: Conn | None = None  # the point reads' (SQLite: on the loop)
+        self._readers = Readers(
+            self._connect_reader, self._BEGIN_READ, on_loop=self._POINT_READS_ON_LOOP
+        )
         self._backlog = 0
         self._delivered = 0
         # the last delta write that failed (disk full, I/O error), until clear_failure():
@@ -129,9 +129,7 @@ class SqliteStore:
         start the writer. Any problem is a StorageError naming the file; a database
         found damaged or too new is not changed."""
         self.epoch, last_seq = await asyncio.to_thread(self._prepare)
-        if self._POINT_READS_ON_LOOP:
-            self._loop_reader = await asyncio.to_thread(self._connect_loop_reader)
-            self._reader_conns.append(self._loop_reader)
+        await self._readers.open()
         self._loop = asyncio.get_running_loop()
         self._writer.start(self._loop, self._deliver, self.epoch, last_seq, self._delta_lost)
         self._open = True
@@ -174,10 +172,7 @@ class SqliteStore:
         self._open = False
         self._writer.hand_over()
         await asyncio.to_thread(self._writer.stop)
-        self._loop_reader = None
-        for conn in self._reader_conns:
-            conn.close()
-        self._reader_conns.clear()
+        self._readers.close()
 
     def _storage_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, IdTakenError) or not isinstance(exc, sqlite3.DatabaseError | OSError):
@@ -277,7 +272,7 @@ class SqliteStore:
         await self._submit(TodoPut(events=events, session_id=session_id, todos_json=body))
 
     async def get_todos(self, session_id: str) -> list[Todo]:
-        row = await self._read(
+        row = await self._readers.read(
             lambda c: c.execute(
                 "SELECT data FROM todo WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -305,56 +300,16 @@ class SqliteStore:
 
     # ---- reads ---------------------------------------------------------------------------
 
-    def _reader(self) -> Conn:
-        """This worker thread's read connection."""
-        conn: Conn | None = getattr(self._readers, "conn", None)
-        if conn is None:
-            conn = self._connect_reader()
-            self._readers.conn = conn
-            self._reader_conns.append(conn)
-        return conn
-
     def _connect_reader(self) -> Conn:
         return _connect(self.path)
 
     # one transaction per read: its statements see one state of the database
     _BEGIN_READ = "BEGIN"
-    # A point read (a session, a message: rows found by their key) runs on the loop's thread:
-    # SQLite answers it from its page cache in a few microseconds, where handing it to a
-    # worker thread and back costs about 90 µs of CPU, and an answer makes about ten. It
-    # never waits for a lock (busy timeout 0: a reader in WAL mode waits only while the
-    # log is recovered); if it would, it goes to a thread. Reads of a whole history, or of
-    # the log, stay on worker threads. Postgres reads over the network: always on threads.
-    _POINT_READS_ON_LOOP = True
-
-    def _connect_loop_reader(self) -> Conn:
-        conn = _connect(self.path)
-        conn.execute("PRAGMA busy_timeout = 0")
-        return conn
-
-    def _in_read(self, conn: Conn, query: Callable[[Conn], T]) -> T:
-        conn.execute(self._BEGIN_READ)
-        try:
-            return query(conn)
-        finally:
-            conn.execute("COMMIT")
-
-    async def _read(self, query: Callable[[Conn], T]) -> T:
-        return await asyncio.to_thread(lambda: self._in_read(self._reader(), query))
-
-    async def _read_point(self, query: Callable[[Conn], T]) -> T:
-        """``query``, a read of a few rows by their keys (see _POINT_READS_ON_LOOP)."""
-        if self._loop_reader is not None:
-            try:
-                return self._in_read(self._loop_reader, query)
-            except sqlite3.OperationalError as exc:
-                if not locked(exc):
-                    raise
-        return await self._read(query)
+    _POINT_READS_ON_LOOP = True  # storage/readers.py
 
     async def read_with(self, query: Callable[[Conn], T]) -> T:
         """``query`` on a read connection, in one transaction (storage/accounts.py's)."""
-        return await self._read(query)
+        return await self._readers.read(query)
 
     async def write_with(self, change: Callable[[Conn], T], events: list[Draft]) -> T:
         """``change`` in the writer's transaction, logging ``events`` with it."""
@@ -374,10 +329,10 @@ class SqliteStore:
 
         if not message_ids and not part_ids:
             return set()
-        return await self._read_point(query)
+        return await self._readers.read_point(query)
 
     async def get_session(self, session_id: str) -> Session:
-        row = await self._read_point(
+        row = await self._readers.read_point(
             lambda c: c.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
         )
         if row is None:
@@ -385,19 +340,19 @@ class SqliteStore:
         return Session.model_validate_json(row[0])
 
     async def list_sessions(self) -> list[Session]:
-        rows = await self._read(
+        rows = await self._readers.read(
             lambda c: c.execute("SELECT data FROM session ORDER BY id").fetchall()
         )
         return [Session.model_validate_json(row[0]) for row in rows]
 
     async def get_message(self, session_id: str, message_id: str) -> MessageWithParts:
-        found = await self._read_point(lambda c: load_messages(c, session_id, message_id))
+        found = await self._readers.read_point(lambda c: load_messages(c, session_id, message_id))
         if not found:
             raise NotFoundError("Message", message_id)
         return found[0]
 
     async def list_messages(self, session_id: str) -> list[MessageWithParts]:
-        return await self._read(lambda c: load_messages(c, session_id, None))
+        return await self._readers.read(lambda c: load_messages(c, session_id, None))
 
     async def snapshot_messages(
         self, session_id: str, *, limit: int | None = None, before: str | None = None
@@ -413,14 +368,14 @@ class SqliteStore:
             found = load_messages(conn, session_id, None, limit=limit, before=before)
             return found, None if last is None else ids.logged_event_id(self.epoch, last)
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     async def last_event_id(self) -> str | None:
         def query(conn: Conn) -> str | None:
             last = conn.execute("SELECT MAX(seq) FROM event_log").fetchone()[0]
             return None if last is None else ids.logged_event_id(self.epoch, last)
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     def _seq_of(self, conn: Conn, event_id: str | None) -> int:
         """The sequence number to resume after; EventLogGap when the log cannot say what
@@ -446,7 +401,7 @@ class SqliteStore:
             sql = "SELECT COUNT(*) FROM event_log WHERE seq > ?"
             return int(conn.execute(sql, (seq,)).fetchone()[0])
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     async def log_page(self, event_id: str, limit: int) -> list[Event]:
         """Up to ``limit`` logged events after ``event_id``, unparsed (for replay)."""
@@ -459,7 +414,7 @@ class SqliteStore:
             ).fetchall()
             return [self._logged(n, kind, body) for n, kind, body in rows]
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     def _logged(self, seq: int, kind: str, properties: str) -> Event:
         """A logged event for framing only: its wire JSON, not parsed again."""
@@ -489,7 +444,7 @@ class SqliteStore:
             ).fetchall()
             return [parse_logged(self._logged(*row)) for row in rows]
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
     async def events_after(self, event_id: str | None) -> list[Event]:
         def query(conn: Conn) -> list[Event]:
@@ -499,7 +454,7 @@ class SqliteStore:
             ).fetchall()
             return [parse_logged(self._logged(*row)) for row in rows]
 
-        return await self._read(query)
+        return await self._readers.read(query)
 
 
 def _use_small_pages(conn: sqlite3.Connection) -> None:

@@ -126,9 +126,9 @@ def build(
 
 
 async def _serve(app: FastAPI, port: int) -> None:
-    """As ``partwire serve`` runs: once the port is bound, the warm-up (the tools' schemas,
-    the providers' SDKs, whether the project is a git repository), then the heap that
-    start-up made is frozen out of the collector's scans."""
+    """As ``partwire serve`` runs: once the port is bound, the warm-up (``Runtime.warm_up``:
+    what the first prompt would otherwise wait for), then the heap that start-up made is
+    frozen out of the collector's scans."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.create_task(server.serve())
     while not server.started:

@@ -26,7 +26,7 @@ from fastapi import FastAPI
 from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.config import load_settings
 from partwire.server.app import create_app
-from partwire.server.runner import freeze_after_warm_up
+from partwire.server.runner import PartwireServer, freeze_after_warm_up
 
 EMITS: dict[str, int] = {}
 LAGS_MS: list[float] = []
@@ -126,10 +126,11 @@ def build(
 
 
 async def _serve(app: FastAPI, port: int) -> None:
-    """As ``partwire serve`` runs: once the port is bound, the warm-up (``Runtime.warm_up``:
-    what the first prompt would otherwise wait for), then the heap that start-up made is
-    frozen out of the collector's scans."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    """As ``partwire serve`` runs: its uvicorn server (``PartwireServer``), and once the
+    port is bound the warm-up (``Runtime.warm_up``: what the first prompt would otherwise
+    wait for), then the heap that start-up made is frozen out of the collector's scans."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    server = PartwireServer(config, app.state.runtime)
     serving = asyncio.create_task(server.serve())
     while not server.started:
         if serving.done():

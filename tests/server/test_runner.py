@@ -1,0 +1,94 @@
+"""The uvicorn server partwire runs: its main loop's tick and how it stops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from partwire.config import Settings
+from partwire.server import runner
+from partwire.server.runner import PartwireServer, serve_in_background
+from tests.served import free_port
+
+
+async def test_an_idle_server_ticks_once_a_second_not_ten_times(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks: list[int] = []
+    original = uvicorn.Server.on_tick
+
+    async def counted(self: uvicorn.Server, counter: int) -> bool:
+        ticks.append(counter)
+        return await original(self, counter)
+
+    monkeypatch.setattr(uvicorn.Server, "on_tick", counted)
+    async with serve_in_background(settings):
+        await asyncio.sleep(1.5)
+    # uvicorn's own loop ticks every 0.1 s: 15 here; ours at 0, at 1 s, and at the exit
+    assert 2 <= len(ticks) <= 4, ticks
+    # every tick counts as a whole second in uvicorn's tenths: the Date header is renewed
+    assert all(counter % 10 == 0 for counter in ticks)
+
+
+async def test_asking_to_exit_ends_the_wait_for_the_tick(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "TICK_S", 3600.0)
+    async with asyncio.timeout(60):  # not the hour of the tick
+        async with serve_in_background(settings) as url:
+            async with httpx.AsyncClient(base_url=url) as http:
+                assert (await http.get("/global/health")).status_code == 200
+        # the context's exit set should_exit and awaited the server's end
+
+
+async def test_should_exit_set_from_another_thread_stops_the_server(settings: Settings) -> None:
+    from partwire.server.app import create_app
+
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = PartwireServer(config, app.state.runtime)
+    assert server.should_exit is False
+    runner.TICK_S, before = 3600.0, runner.TICK_S
+    try:
+        serving = asyncio.create_task(server.serve())
+        while not server.started:  # noqa: ASYNC110 (uvicorn's flag, no event to wait on)
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(setattr, server, "should_exit", True)
+        await asyncio.wait_for(serving, 30)
+    finally:
+        runner.TICK_S = before
+    assert server.should_exit is True
+
+
+def test_serve_exits_on_sigterm_at_once(tmp_path: Path, project: Path) -> None:
+    """SIGTERM sets should_exit from the signal handler and the server shuts down cleanly
+    (tests/server/test_runner.py's other tests show the wait ends at once)."""
+    port = free_port()
+    env = {**os.environ, "PARTWIRE_DATA_DIR": str(tmp_path / "data"),
+           "PARTWIRE_CONFIG_DIR": str(tmp_path / "config")}  # fmt: skip
+    command = [sys.executable, "-m", "partwire", "serve", "--port", str(port)]
+    server = subprocess.Popen([*command, "--project", str(project)], env=env,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        for _ in range(400):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/global/health", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    # uvicorn raises the signal it caught again once it has shut down
+    assert server.returncode == -signal.SIGTERM, err
+    assert b"Traceback" not in err

@@ -69,7 +69,9 @@ class FrameReducer:
         self.messages: dict[str, _Message] = {}
 
     def apply(self, frame: Frame) -> None:
-        if isinstance(frame, StreamReset):
+        if type(frame) is PartDelta:  # a streamed token: most frames, checked first
+            self._delta(frame)
+        elif isinstance(frame, StreamReset):
             self.messages.clear()
         elif isinstance(frame, MessageStart):
             self.messages.setdefault(frame.message_id, _Message(frame.role))
@@ -91,9 +93,10 @@ class FrameReducer:
             self._delta(frame)
 
     def _delta(self, frame: PartDelta) -> None:
-        self._check_index(frame.message_id, frame.part_index)
         message = self._state(frame.message_id)
         parts = message.parts
+        if not 0 <= frame.part_index < len(parts):
+            raise FrameError(f"message {frame.message_id} has no part {frame.part_index}")
         part = parts[frame.part_index]
         if frame.delta is not None and isinstance(part, TextPart | ReasoningPart):
             message.grown.setdefault(frame.part_index, []).append(frame.delta)
@@ -165,9 +168,14 @@ class SessionFrames:
         self._open_user: list[str] = []
 
     def frames(self, event: Event) -> list[Frame]:
+        props = event.properties
+        if type(props) is PartDeltaProps:  # a streamed token: most events, checked first
+            if props.session_id != self.session_id:
+                return []
+            return self._emit(self._delta(props))
         if event.session_id != self.session_id:
             return []
-        match event.properties:
+        match props:
             case PartDeltaProps() as delta:
                 return self._emit(self._delta(delta))
             case PartUpdatedProps() as updated:
@@ -276,4 +284,9 @@ class SessionFrames:
         index = self._index.get(props.message_id, {}).get(props.part_id)
         if index is None or props.field != "text" or (props.message_id, index) in self._final:
             return []
-        return [PartDelta(message_id=props.message_id, part_index=index, delta=props.delta)]
+        # built without validation: every field comes from a validated event, and this is
+        # once per token per stream
+        made = PartDelta.model_construct(
+            message_id=props.message_id, part_index=index, delta=props.delta
+        )
+        return [made]

@@ -87,6 +87,9 @@ class SeedFrames:
         return out
 
     def _one(self, frame: Frame) -> list[SeedFrame]:
+        if type(frame) is PartDelta:  # a streamed token: most frames, checked first
+            message = self._messages.get(frame.message_id)
+            return [] if message is None else self._delta(frame, message)
         match frame:
             case StreamReset():
                 self._messages.clear()

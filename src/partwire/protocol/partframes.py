@@ -284,9 +284,4 @@ class SessionFrames:
         index = self._index.get(props.message_id, {}).get(props.part_id)
         if index is None or props.field != "text" or (props.message_id, index) in self._final:
             return []
-        # built without validation: every field comes from a validated event, and this is
-        # once per token per stream
-        made = PartDelta.model_construct(
-            message_id=props.message_id, part_index=index, delta=props.delta
-        )
-        return [made]
+        return [PartDelta(message_id=props.message_id, part_index=index, delta=props.delta)]

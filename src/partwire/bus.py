@@ -12,8 +12,9 @@ Last-Event-ID. Memory stays bounded.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 
 from partwire.schema.event import Event, PartDeltaProps, SessionInfo
 
@@ -69,6 +70,10 @@ class Subscription:
         # the consumer's loop, kept: asyncio.get_running_loop() costs a getpid() on 3.11
         self._loop: asyncio.AbstractEventLoop | None = None
         self._idle_due = False  # the heartbeat timer found the stream quiet
+        # push_to: what arrives calls this back at the loop's next turn instead of waking
+        self._pushed: Callable[[], None] | None = None
+        self._push_context: contextvars.Context | None = None
+        self._push_due = False
         self.overflowed = False
         self.closed = False
         self.merged = 0
@@ -97,7 +102,28 @@ class Subscription:
             self.peak = len(items)
         self._wake()
 
+    def push_to(
+        self, pushed: Callable[[], None] | None, context: contextvars.Context | None
+    ) -> None:
+        """From now on (until called with None) an arrival or the close calls ``pushed``,
+        in ``context``, at the loop's next turn, once for everything that arrived by then
+        (one commit's events together), instead of waking a waiter; ``pushed`` drains."""
+        self._pushed, self._push_context = pushed, context
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+
+    def _push(self) -> None:
+        self._push_due = False
+        if self._pushed is not None:
+            self._pushed()
+
     def _wake(self) -> None:
+        if self._pushed is not None:
+            if not self._push_due:
+                self._push_due = True
+                assert self._loop is not None
+                self._loop.call_soon(self._push, context=self._push_context)
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

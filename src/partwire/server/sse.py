@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from partwire import ids
 from partwire.bus import Subscription
@@ -30,6 +30,7 @@ from partwire.schema.event import (
 from partwire.server.auth import principal_of
 from partwire.server.authorize import Visibility, check_session
 from partwire.server.cursor import STREAM_HEADERS, counted, log_pages, unsent
+from partwire.server.pushed import Opening, PushedStream, render_each
 from partwire.storage.base import EventLogGap
 
 router = APIRouter()
@@ -153,7 +154,32 @@ def _fell_behind(sent: str | None) -> Event:
     return ServerResync(props).with_id(ids.event_id())
 
 
-async def stream_events(
+async def _opening(
+    runtime: Runtime, last_id: str | None, frame: Framer, visibility: Visibility, opened: Opening
+) -> AsyncIterator[str]:
+    """``server.connected``, then (with ``last_id``) the logged events after it."""
+    await visibility.start()
+    connected = ConnectedProps(instance_id=runtime.instance_id)
+    yield frame(ServerConnected(connected).with_id(ids.event_id()))
+    opened.sent = last_id
+    if last_id:
+        async for item in _replay(runtime, last_id, frame, visibility):
+            if item is None or item.startswith("evt_"):
+                opened.sent = item  # the replay's end: where live events go on from
+            else:
+                yield item
+
+
+def _heartbeat(frame: Framer) -> Callable[[], str]:
+    return lambda: frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
+
+
+def _closing(frame: Framer) -> Callable[[Subscription, str | None], str]:
+    """A stream ended by a subscription that overflowed says so: reload and reconnect."""
+    return lambda subscription, sent: frame(_fell_behind(sent)) if subscription.overflowed else ""
+
+
+async def stream_filtered(
     runtime: Runtime,
     subscription: Subscription,
     last_id: str | None,
@@ -162,45 +188,29 @@ async def stream_events(
     visibility: Visibility,
     watch: str | None = None,
 ) -> AsyncIterator[str]:
+    """A stream that only carries what its caller may read (not an admin's): its live
+    events are filtered by ``visibility``, which may have to read, so they are sent by the
+    response's task (an admin's stream is a PushedStream)."""
     try:
         with counted(runtime, client, "event", watch):
-            await visibility.start()
-            async for text in _events(runtime, subscription, last_id, frame, visibility):
+            opened = Opening()
+            async for text in _opening(runtime, last_id, frame, visibility, opened):
                 yield text
+            sent = opened.sent
+            async for batch in subscription.batches(runtime.settings.heartbeat_s):
+                if batch is None:
+                    yield _heartbeat(frame)()
+                    continue
+                fresh, sent = unsent(batch, sent)
+                if fresh := await visibility.keep(fresh):
+                    yield "".join(frame(e) for e in fresh)
+            if ending := _closing(frame)(subscription, sent):
+                yield ending
     finally:
         subscription.close()
 
 
-async def _events(
-    runtime: Runtime,
-    subscription: Subscription,
-    last_id: str | None,
-    frame: Framer,
-    visibility: Visibility,
-) -> AsyncIterator[str]:
-    connected = ConnectedProps(instance_id=runtime.instance_id)
-    yield frame(ServerConnected(connected).with_id(ids.event_id()))
-    sent = last_id
-    if last_id:
-        async for item in _replay(runtime, last_id, frame, visibility):
-            if item is None or item.startswith("evt_"):
-                sent = item  # the replay's end: where live events go on from
-            else:
-                yield item
-    async for batch in subscription.batches(runtime.settings.heartbeat_s):
-        if batch is None:
-            yield frame(ServerHeartbeat(Empty()).with_id(ids.event_id()))
-            continue
-        fresh, sent = unsent(batch, sent)
-        if not visibility.everything:  # an admin's stream (the default) sees every event
-            fresh = await visibility.keep(fresh)
-        if fresh:
-            yield "".join(frame(e) for e in fresh)
-    if subscription.overflowed:
-        yield frame(_fell_behind(sent))
-
-
-async def _response(request: Request, frame: Framer) -> StreamingResponse:
+async def _response(request: Request, frame: Framer) -> Response:
     """``?watch=SESSION``: count this stream as one of the session's watchers
     (``session.presence``), as ``partwire run`` does."""
     runtime: Runtime = request.app.state.runtime
@@ -212,25 +222,36 @@ async def _response(request: Request, frame: Framer) -> StreamingResponse:
     visibility = Visibility(runtime, principal_of(request.scope))
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
-    return StreamingResponse(
-        stream_events(runtime, subscription, last_id, frame, client, visibility, watch),
-        media_type="text/event-stream",
+    if not visibility.everything:
+        return StreamingResponse(
+            stream_filtered(runtime, subscription, last_id, frame, client, visibility, watch),
+            media_type="text/event-stream",
+            headers=STREAM_HEADERS,
+        )
+    return PushedStream(
+        subscription=subscription,
+        opening=lambda opened: _opening(runtime, last_id, frame, visibility, opened),
+        render=render_each(frame),
+        heartbeat=_heartbeat(frame),
+        heartbeat_s=runtime.settings.heartbeat_s,
         headers=STREAM_HEADERS,
+        lifetime=lambda: counted(runtime, client, "event", watch),
+        closing=_closing(frame),
     )
 
 
 @router.get("/event", summary="Subscribe to events (SSE)", operation_id="event.subscribe")
-async def subscribe(request: Request) -> StreamingResponse:
+async def subscribe(request: Request) -> Response:
     return await _response(request, frame)
 
 
 @router.get("/api/event", summary="v2 events (SSE)", operation_id="v2.event.subscribe")
-async def subscribe_v2(request: Request) -> StreamingResponse:
+async def subscribe_v2(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     return await _response(request, v2_framer(str(runtime.settings.project_dir)))
 
 
 @router.get("/global/event", summary="Events of every directory (SSE)", operation_id="global.event")
-async def subscribe_global(request: Request) -> StreamingResponse:
+async def subscribe_global(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     return await _response(request, global_framer(str(runtime.settings.project_dir)))

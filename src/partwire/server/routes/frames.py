@@ -14,12 +14,12 @@ so that part numbers match; when the log no longer holds it, the stream starts o
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 
 from partwire.bus import Subscription
 from partwire.errors import BadRequestError
@@ -31,10 +31,10 @@ from partwire.server.cursor import (
     STREAM_HEADERS,
     counted,
     item_id,
-    live,
     parse_cursor,
     resume_session,
 )
+from partwire.server.pushed import Opening, PushedStream
 from partwire.server.routes.scope import runtime_of
 from partwire.storage.base import EventLogGap
 
@@ -125,68 +125,46 @@ async def _resume(
             yield sse(made, step.event, first=step.send_from), step.place
 
 
-async def stream_frames(
-    runtime: Runtime,
-    subscription: Subscription,
-    session_id: str,
-    cursor: str | None,
-    client: str,
-    shape: Shape,
-) -> AsyncIterator[str]:
-    from partwire.protocol.partframes import SessionFrames
+def _opening(
+    runtime: Runtime, frames: SessionFrames, shape: Shape, cursor: str | None
+) -> Callable[[Opening], AsyncIterator[str]]:
+    """What the stream sends before it goes live: the history after ``cursor``, or (no
+    cursor, or one the log cannot serve) ``reset`` and a snapshot."""
 
-    frames = SessionFrames(session_id)
-    try:
-        with (
-            counted(runtime, client, "frames", session_id),
-            ends_when_revoked(runtime, subscription, session_id),
-        ):
-            async for text in _frames(runtime, subscription, frames, shape, cursor):
-                yield text
-    finally:
-        subscription.close()
-
-
-async def _frames(
-    runtime: Runtime,
-    subscription: Subscription,
-    frames: SessionFrames,
-    shape: Shape,
-    cursor: str | None,
-) -> AsyncIterator[str]:
-    sent: str | None = None
-    resumed = False
-    if cursor:
-        try:
-            async for text, went_to in _resume(runtime, frames, shape, cursor):
-                sent = went_to
-                if text:
-                    yield text
-            resumed = True
-        except EventLogGap:
-            resumed = False
-    if not resumed:
-        reason = "start" if not cursor else f"cannot resume from {cursor}: starting over"
-        text, sent = await _snapshot(runtime, frames, shape, reason)
-        yield text
-    async for text in _live(runtime, subscription, frames, shape, sent):
-        yield text
-
-
-async def _live(
-    runtime: Runtime,
-    subscription: Subscription,
-    frames: SessionFrames,
-    shape: Shape,
-    sent: str | None,
-) -> AsyncIterator[str]:
-    async for batch in live(subscription, runtime.settings.heartbeat_s, sent):
-        if batch is None:
-            yield ": heartbeat\n\n"
-            continue
-        if text := "".join(sse(shape.messages(frames.frames(e)), e) for e in batch):
+    async def opening(opened: Opening) -> AsyncIterator[str]:
+        resumed = False
+        if cursor:
+            try:
+                async for text, went_to in _resume(runtime, frames, shape, cursor):
+                    opened.sent = went_to
+                    if text:
+                        yield text
+                resumed = True
+            except EventLogGap:
+                resumed = False
+        if not resumed:
+            reason = "start" if not cursor else f"cannot resume from {cursor}: starting over"
+            text, opened.sent = await _snapshot(runtime, frames, shape, reason)
             yield text
-    # closed (shutdown) or too far behind: the client resumes from its cursor
+
+    return opening
+
+
+def _render(frames: SessionFrames, shape: Shape) -> Callable[[list[Event]], str]:
+    def render(events: list[Event]) -> str:
+        return "".join(sse(shape.messages(frames.frames(e)), e) for e in events)
+
+    return render
+
+
+def _lifetime(
+    runtime: Runtime, subscription: Subscription, session_id: str, client: str
+) -> contextlib.ExitStack:
+    """Entered by the response for as long as it streams (not before it is sent)."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(counted(runtime, client, "frames", session_id))
+    stack.enter_context(ends_when_revoked(runtime, subscription, session_id))
+    return stack
 
 
 @router.get(
@@ -194,7 +172,7 @@ async def _live(
     summary="One session as part frames (SSE, resumable)",
     operation_id="session.stream",
 )
-async def stream(request: Request, sessionID: str, parts: str | None = None) -> StreamingResponse:
+async def stream(request: Request, sessionID: str, parts: str | None = None) -> PushedStream:
     """``parts``: ``seed`` (default: seed 003's frames, as its frontend reads them) or
     ``partwire`` (every part kind, whole)."""
     shape = shape_of(parts)
@@ -205,8 +183,15 @@ async def stream(request: Request, sessionID: str, parts: str | None = None) -> 
     # before anything is read
     subscription = runtime.bus.subscribe(*FRAME_EVENTS, session_id=sessionID)
     cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
-    return StreamingResponse(
-        stream_frames(runtime, subscription, sessionID, cursor, client, shape),
-        media_type="text/event-stream",
+    from partwire.protocol.partframes import SessionFrames
+
+    frames = SessionFrames(sessionID)
+    return PushedStream(
+        subscription=subscription,
+        opening=_opening(runtime, frames, shape, cursor),
+        render=_render(frames, shape),
+        heartbeat=lambda: ": heartbeat\n\n",
+        heartbeat_s=runtime.settings.heartbeat_s,
         headers=STREAM_HEADERS,
-    )
+        lifetime=lambda: _lifetime(runtime, subscription, sessionID, client),
+    )  # closed (shutdown) or too far behind: the client resumes from its cursor

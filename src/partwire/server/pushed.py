@@ -1,0 +1,227 @@
+"""An SSE stream whose live part is written as the bus delivers it, with no task per event.
+
+A streamed response is usually a task that waits on its subscription: each event wakes it,
+resumes a chain of async generators (the stream's, the cursor's, Starlette's) and awaits
+the ASGI ``send``. Per event and per stream that is a task's wake-up and a dozen coroutine
+frames, which is most of what a stream costs a streamed token (one part-frame client per
+session: one such wake-up per client per token).
+
+Here the opening (the connected event, a replay, a snapshot) is sent by the response's
+task as before. Then the subscription calls back once per loop iteration with whatever
+arrived (all of one commit's events at once); the callback skips what the opening already
+sent (``cursor.unsent``), renders the rest (the adapter's fold: synchronous) and hands the
+text to the ASGI ``send``, run at once. The send does not wait in the usual case (uvicorn
+writes to the socket and returns); when it does (the client reads slowly and the socket's
+buffer is full), it is resumed when what it waits for is done, and events meanwhile stay
+in the subscription's bounded queue, merged or ended with "too far behind" as before.
+The response's task only waits for the stream's end: the client gone, the subscription
+closed (shutdown, revoked access, a client too far behind), or a failed send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from partwire.bus import Subscription
+from partwire.schema.event import Event
+from partwire.server.cursor import unsent
+
+Render = Callable[[list[Event]], str]
+
+
+class Opening:
+    """What a stream sends before it goes live, and the place in the log it reached."""
+
+    def __init__(self) -> None:
+        self.sent: str | None = None  # events up to here were sent by the opening
+
+
+class PushedStream(Response):
+    """A streamed response: ``opening`` sent by the task, then ``subscription``'s events
+    pushed as they arrive, each batch ``render``-ed; ``heartbeat`` after ``heartbeat_s``
+    without anything sent; ``closing`` (given the last place sent) when the subscription
+    ended the stream. ``lifetime()`` is entered for the whole response, once it is sent
+    (quotas, presence, revocation), and ``subscription`` is closed at its end."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        *,
+        subscription: Subscription,
+        opening: Callable[[Opening], AsyncIterator[str]],
+        render: Render,
+        heartbeat: Callable[[], str],
+        heartbeat_s: float,
+        headers: dict[str, str],
+        lifetime: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+        closing: Callable[[Subscription, str | None], str] | None = None,
+    ) -> None:
+        self.status_code, self.background = 200, None
+        self.init_headers(headers)  # no body: no content-length, as a streamed response
+        self.subscription = subscription
+        self.opening = opening
+        self.render_events = render
+        self.heartbeat = heartbeat
+        self.heartbeat_s = heartbeat_s
+        self.lifetime = lifetime or contextlib.nullcontext
+        self.closing = closing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            with self.lifetime():
+                await self._respond(receive, send)
+        finally:
+            self.subscription.close()
+
+    async def _respond(self, receive: Receive, send: Send) -> None:
+        start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+        await send(start)
+        opened = Opening()
+        async for text in self.opening(opened):
+            await send(_body(text))
+        live = _Live(self, send, opened.sent)
+        listening = asyncio.ensure_future(_disconnect(receive))
+        try:
+            await asyncio.wait([listening, live.ended], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            listening.cancel()
+            live.stop()
+        if listening.done() and not listening.cancelled():
+            if live.ended.done():
+                live.ended.exception()  # retrieved: a send that failed as the client went
+            return  # the client went: nothing more can reach it
+        live.ended.result()  # a failed send or render is raised here, in the request's task
+        await live.finished()
+        if self.closing is not None and (text := self.closing(self.subscription, live.sent)):
+            await send(_body(text))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Live:
+    """The live part of one PushedStream: the subscription's callback and the sends it
+    runs. Everything here runs on the loop's thread, in the request's context."""
+
+    def __init__(self, stream: PushedStream, send: Send, sent: str | None) -> None:
+        self.stream = stream
+        self.send = send
+        self.sent = sent
+        self.loop = asyncio.get_running_loop()
+        self.ended: asyncio.Future[None] = self.loop.create_future()
+        self.sending: Coroutine[Any, Any, None] | None = None
+        self.idle: asyncio.Future[None] | None = None  # finished(): the send in progress
+        self.last_sent = self.loop.time()
+        self.beat: asyncio.TimerHandle | None = None
+        self._arm(stream.heartbeat_s)
+        stream.subscription.push_to(self.flush, contextvars.copy_context())
+        self.flush()  # what arrived while the opening was sent
+
+    def flush(self) -> None:
+        if self.sending is not None or self.ended.done():
+            return  # the send in progress flushes again once it is done
+        subscription = self.stream.subscription
+        try:
+            batch = subscription.drain()
+            if batch:
+                fresh, self.sent = unsent(batch, self.sent)
+                if fresh and (text := self.stream.render_events(fresh)):
+                    self._send(text)
+        except Exception as exc:  # a render that failed: the request's task raises it
+            self._end(exc)
+            return
+        if subscription.closed and self.sending is None:
+            self._end()
+
+    def _send(self, text: str) -> None:
+        self.last_sent = self.loop.time()
+        sent = self.send(_body(text))
+        if not inspect.iscoroutine(sent):  # an ASGI server's send that is no coroutine
+            sent = _awaited(sent)
+        self.sending = sent
+        self._drive(None, resumed=False)
+
+    def _drive(self, _: object, *, resumed: bool = True) -> None:
+        """Run the send until it finishes or waits; resumed when what it waits for is
+        done (as a task would, without being one)."""
+        sending = self.sending
+        assert sending is not None
+        try:
+            waiting = sending.send(None)
+        except StopIteration:
+            self.sending = None
+            if self.idle is not None and not self.idle.done():
+                self.idle.set_result(None)
+            if resumed:  # events may have arrived while it waited
+                self.flush()
+            return
+        except BaseException as exc:  # the client is gone, or the transport failed
+            self.sending = None
+            self._end(exc)
+            return
+        if isinstance(waiting, asyncio.Future):
+            waiting.add_done_callback(self._drive)
+        else:  # a bare yield (asyncio.sleep(0)): the next turn of the loop
+            self.loop.call_soon(self._drive, None)
+
+    def _arm(self, delay: float) -> None:
+        self.beat = self.loop.call_later(delay, self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        if self.ended.done():
+            return
+        quiet = self.loop.time() - self.last_sent
+        if self.sending is not None:
+            quiet = 0.0  # a send still waits for the client: a whole period later
+        elif quiet >= self.stream.heartbeat_s:
+            self._send(self.stream.heartbeat())
+            quiet = 0.0
+        self._arm(max(self.stream.heartbeat_s - quiet, 0.001))
+
+    def _end(self, exc: BaseException | None = None) -> None:
+        if self.ended.done():
+            return
+        if exc is None:
+            self.ended.set_result(None)
+        else:
+            self.ended.set_exception(exc)
+
+    def stop(self) -> None:
+        if self.beat is not None:
+            self.beat.cancel()
+        self.stream.subscription.push_to(None, None)
+
+    async def finished(self) -> None:
+        """Once the send in progress (if any) has finished."""
+        if self.sending is not None:
+            self.idle = self.loop.create_future()
+            await self.idle
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
+async def _disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _body(text: str) -> Message:
+    return {"type": "http.response.body", "body": text.encode(), "more_body": True}
+
+
+def render_each(frame: Callable[[Event], str]) -> Render:
+    """A renderer that frames each event on its own and joins them."""
+
+    def render(events: Iterable[Event]) -> str:
+        return "".join(frame(event) for event in events)
+
+    return render

@@ -1,0 +1,211 @@
+"""PushedStream: a stream's live events written from the subscription's callback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from partwire.bus import Bus, Subscription
+from partwire.schema.event import Event, SessionIdle, SessionRef
+from partwire.server.pushed import Opening, PushedStream, render_each
+
+REQUEST = contextvars.ContextVar[str]("REQUEST", default="none")
+Message = dict[str, Any]
+
+
+def _idle(n: int) -> Event:
+    return SessionIdle(SessionRef(sessionID=f"ses_{n}")).with_id(f"evt_{n:04d}")
+
+
+def _frame(event: Event) -> str:
+    return f"id: {event.id}\n\n"
+
+
+class Client:
+    """An ASGI server's side: the messages sent, the context each send ran in, and a
+    disconnect to give."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.contexts: list[str] = []
+        self.gone = asyncio.Event()
+        self.hold_next = False  # the next send waits (a full socket buffer) until released
+        self.held: asyncio.Future[None] | None = None
+        self.refuse = False  # the next send fails: the connection was reset
+
+    async def receive(self) -> Message:
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: Message) -> None:
+        if self.refuse:
+            raise ConnectionResetError("the connection was reset")
+        self.messages.append(message)
+        self.contexts.append(REQUEST.get())
+        if self.hold_next and message.get("more_body"):
+            self.hold_next = False
+            self.held = asyncio.get_running_loop().create_future()
+            await self.held  # as uvicorn's send waits for the socket's buffer to drain
+
+    async def release(self) -> None:
+        assert self.held is not None
+        self.held.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    def bodies(self) -> list[str]:
+        return [m["body"].decode() for m in self.messages if m["type"] == "http.response.body"]
+
+
+def _stream(
+    subscription: Subscription,
+    opening: Callable[[Opening], AsyncIterator[str]] | None = None,
+    *,
+    heartbeat_s: float = 30.0,
+    render: Callable[[list[Event]], str] | None = None,
+) -> PushedStream:
+    async def nothing(opened: Opening) -> AsyncIterator[str]:
+        yield "opened\n\n"
+
+    return PushedStream(
+        subscription=subscription,
+        opening=opening or nothing,
+        render=render or render_each(_frame),
+        heartbeat=lambda: ": beat\n\n",
+        heartbeat_s=heartbeat_s,
+        headers={"Cache-Control": "no-cache"},
+        closing=lambda sub, sent: f"closed after {sent}\n\n" if sub.overflowed else "",
+    )
+
+
+async def _served(stream: PushedStream, client: Client) -> asyncio.Task[None]:
+    REQUEST.set("the request's")
+    task = asyncio.create_task(stream({"type": "http"}, client.receive, client.send))
+    REQUEST.set("none")
+    for _ in range(10):
+        await asyncio.sleep(0)
+    return task
+
+
+async def test_a_commits_events_go_out_as_one_write_in_order_in_the_requests_context() -> None:
+    bus, client = Bus(), Client()
+    task = await _served(_stream(bus.subscribe_all()), client)
+    bus.publish_many([_idle(1), _idle(2), _idle(3)])  # one commit
+    await asyncio.sleep(0)
+    bus.publish(_idle(4))
+    await asyncio.sleep(0)
+    assert client.bodies() == ["opened\n\n", _frame(_idle(1)) + _frame(_idle(2)) + _frame(_idle(3)),
+                               _frame(_idle(4))]  # fmt: skip
+    assert client.messages[0]["type"] == "http.response.start"
+    assert (b"content-type", b"text/event-stream; charset=utf-8") in client.messages[0]["headers"]
+    assert not any(name == b"content-length" for name, _ in client.messages[0]["headers"])
+    assert set(client.contexts) == {"the request's"}  # not the publisher's
+    client.gone.set()
+    await task
+    assert len(client.messages) == 4  # gone: nothing more was sent
+
+
+async def test_what_arrives_during_the_opening_follows_it_and_what_it_sent_is_skipped() -> None:
+    bus, client = Bus(), Client()
+    subscription = bus.subscribe_all()
+    replayed = asyncio.Event()
+
+    async def opening(opened: Opening) -> AsyncIterator[str]:
+        yield "connected\n\n"
+        bus.publish_many([_idle(1), _idle(2)])  # live while the log is read: both queued
+        await asyncio.sleep(0)
+        yield _frame(_idle(1))  # the log already held evt_0001
+        opened.sent = "evt_0001"
+        replayed.set()
+
+    task = await _served(_stream(subscription, opening), client)
+    assert replayed.is_set()
+    assert client.bodies() == ["connected\n\n", _frame(_idle(1)), _frame(_idle(2))]
+    client.gone.set()
+    await task
+
+
+async def test_a_send_that_waits_holds_what_arrives_and_sends_it_after_in_order() -> None:
+    bus, client = Bus(), Client()
+    task = await _served(_stream(bus.subscribe_all()), client)
+    client.hold_next = True
+    bus.publish(_idle(1))
+    await asyncio.sleep(0)
+    bus.publish(_idle(2))
+    await asyncio.sleep(0)
+    bus.publish(_idle(3))
+    await asyncio.sleep(0)
+    assert client.bodies() == ["opened\n\n", _frame(_idle(1))]  # its send is waiting
+    await client.release()
+    assert client.bodies() == ["opened\n\n", _frame(_idle(1)), _frame(_idle(2)) + _frame(_idle(3))]
+    client.gone.set()
+    await task
+
+
+async def test_a_quiet_stream_sends_its_heartbeat() -> None:
+    bus, client = Bus(), Client()
+    task = await _served(_stream(bus.subscribe_all(), heartbeat_s=0.05), client)
+    await asyncio.sleep(0.2)
+    beats = [b for b in client.bodies() if b == ": beat\n\n"]
+    assert 2 <= len(beats) <= 5
+    bus.publish(_idle(1))
+    await asyncio.sleep(0)
+    assert client.bodies()[-1] == _frame(_idle(1))
+    client.hold_next = True
+    bus.publish(_idle(2))
+    await asyncio.sleep(0.2)  # its send waits: no heartbeat goes in between
+    assert client.bodies()[-1] == _frame(_idle(2))
+    await client.release()
+    await asyncio.sleep(0.2)
+    assert client.bodies()[-1] == ": beat\n\n"
+    client.gone.set()
+    await task
+
+
+async def test_an_overflowed_subscription_ends_the_stream_with_its_closing() -> None:
+    bus, client = Bus(queue_limit=4), Client()
+    subscription = bus.subscribe_all()
+    task = await _served(_stream(subscription), client)
+    client.hold_next = True
+    bus.publish(_idle(1))  # sent: its send waits
+    await asyncio.sleep(0)
+    bus.publish_many([_idle(n) for n in range(2, 8)])  # past the queue's limit meanwhile
+    assert subscription.overflowed and subscription.closed
+    await client.release()
+    await asyncio.wait_for(task, 5)
+    # what was queued before the overflow still goes out, then the closing names the last
+    assert client.bodies()[-3:-1] == [
+        "".join(_frame(_idle(n)) for n in range(2, 6)),
+        "closed after evt_0005\n\n",
+    ]
+    assert client.messages[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+async def test_a_render_that_fails_is_raised_in_the_requests_task() -> None:
+    bus, client = Bus(), Client()
+
+    def broken(events: list[Event]) -> str:
+        raise ValueError("no frame for this")
+
+    subscription = bus.subscribe_all()
+    task = await _served(_stream(subscription, render=broken), client)
+    bus.publish(_idle(1))
+    with pytest.raises(ValueError, match="no frame for this"):
+        await asyncio.wait_for(task, 5)
+    assert subscription.closed
+
+
+async def test_a_send_that_fails_ends_the_stream_and_closes_the_subscription() -> None:
+    bus, client = Bus(), Client()
+    subscription = bus.subscribe_all()
+    task = await _served(_stream(subscription), client)
+
+    client.refuse = True
+    bus.publish(_idle(1))
+    with pytest.raises(ConnectionResetError, match="reset"):
+        await asyncio.wait_for(task, 5)
+    assert subscription.closed

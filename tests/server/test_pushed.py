@@ -209,3 +209,18 @@ async def test_a_send_that_fails_ends_the_stream_and_closes_the_subscription() -
     with pytest.raises(ConnectionResetError, match="reset"):
         await asyncio.wait_for(task, 5)
     assert subscription.closed
+
+
+async def test_a_client_gone_while_a_send_waits_ends_the_stream_and_nothing_more_is_sent() -> None:
+    bus, client = Bus(), Client()
+    subscription = bus.subscribe_all()
+    task = await _served(_stream(subscription), client)
+    client.hold_next = True
+    bus.publish(_idle(1))
+    await asyncio.sleep(0)
+    client.gone.set()
+    await asyncio.wait_for(task, 5)
+    assert subscription.closed
+    bus.publish(_idle(2))
+    await client.release()  # the waiting send ends as the connection closes
+    assert client.bodies() == ["opened\n\n", _frame(_idle(1))]

@@ -120,12 +120,13 @@ class _Live:
         self.idle: asyncio.Future[None] | None = None  # finished(): the send in progress
         self.last_sent = self.loop.time()
         self.beat: asyncio.TimerHandle | None = None
+        self.stopped = False  # the response's task sends from here on, or nobody does
         self._arm(stream.heartbeat_s)
         stream.subscription.push_to(self.flush, contextvars.copy_context())
         self.flush()  # what arrived while the opening was sent
 
     def flush(self) -> None:
-        if self.sending is not None or self.ended.done():
+        if self.sending is not None or self.ended.done() or self.stopped:
             return  # the send in progress flushes again once it is done
         subscription = self.stream.subscription
         try:
@@ -175,7 +176,7 @@ class _Live:
         self.beat = self.loop.call_later(delay, self._heartbeat)
 
     def _heartbeat(self) -> None:
-        if self.ended.done():
+        if self.ended.done() or self.stopped:
             return
         quiet = self.loop.time() - self.last_sent
         if self.sending is not None:
@@ -194,6 +195,7 @@ class _Live:
             self.ended.set_exception(exc)
 
     def stop(self) -> None:
+        self.stopped = True
         if self.beat is not None:
             self.beat.cancel()
         self.stream.subscription.push_to(None, None)

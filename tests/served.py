@@ -20,6 +20,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_until_up(url: str) -> None:
+    """Until the server at ``url`` answers /global/health (20 s at most)."""
+    for _ in range(400):
+        try:
+            httpx.get(f"{url}/global/health", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise AssertionError("partwire serve did not start")
+
+
 @contextmanager
 def partwire_serve(
     project: Path,
@@ -43,14 +54,7 @@ def partwire_serve(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(400):
-            try:
-                httpx.get(f"{url}/global/health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise AssertionError("partwire serve did not start")
+        wait_until_up(url)
         yield url
     finally:
         server.terminate()

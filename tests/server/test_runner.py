@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -17,7 +16,7 @@ import uvicorn
 from partwire.config import Settings
 from partwire.server import runner
 from partwire.server.runner import PartwireServer, serve_in_background
-from tests.served import free_port
+from tests.served import free_port, wait_until_up
 
 
 async def test_an_idle_server_ticks_once_a_second_not_ten_times(
@@ -79,12 +78,7 @@ def test_serve_exits_on_sigterm_at_once(tmp_path: Path, project: Path) -> None:
     server = subprocess.Popen([*command, "--project", str(project)], env=env,
                               stderr=subprocess.PIPE)  # fmt: skip
     try:
-        for _ in range(400):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/global/health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        wait_until_up(f"http://127.0.0.1:{port}")
         server.send_signal(signal.SIGTERM)
         _, err = server.communicate(timeout=30)
     finally:

@@ -2,9 +2,9 @@
 
 A streamed response is usually a task that waits on its subscription: each event wakes it,
 resumes a chain of async generators (the stream's, the cursor's, Starlette's) and awaits
-the ASGI ``send``. Per event and per stream that is a task's wake-up and a dozen coroutine
-frames, which is most of what a stream costs a streamed token (one part-frame client per
-session: one such wake-up per client per token).
+the ASGI ``send``. Per event and per stream that is a task's wake-up and about ten
+coroutine frames resumed: with a part-frame client per session, once per client per
+streamed token.
 
 Here the opening (the connected event, a replay, a snapshot) is sent by the response's
 task as before. Then the subscription calls back once per loop iteration with whatever

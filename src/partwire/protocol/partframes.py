@@ -69,7 +69,7 @@ class FrameReducer:
         self.messages: dict[str, _Message] = {}
 
     def apply(self, frame: Frame) -> None:
-        if type(frame) is PartDelta:  # a streamed token: most frames, checked first
+        if isinstance(frame, PartDelta):  # a streamed token: most frames, checked first
             self._delta(frame)
         elif isinstance(frame, StreamReset):
             self.messages.clear()
@@ -84,13 +84,11 @@ class FrameReducer:
             if frame.part_index != len(parts):
                 raise FrameError(f"part_start at index {frame.part_index}: expected {len(parts)}")
             parts.append(frame.part)
-        elif isinstance(frame, PartUpdate | PartComplete):
+        else:  # a part_update or part_complete
             self._check_index(frame.message_id, frame.part_index)
             state = self._state(frame.message_id)
             state.parts[frame.part_index] = frame.part
             state.grown.pop(frame.part_index, None)
-        else:
-            self._delta(frame)
 
     def _delta(self, frame: PartDelta) -> None:
         message = self._state(frame.message_id)
@@ -169,15 +167,13 @@ class SessionFrames:
 
     def frames(self, event: Event) -> list[Frame]:
         props = event.properties
-        if type(props) is PartDeltaProps:  # a streamed token: most events, checked first
+        if isinstance(props, PartDeltaProps):  # a streamed token: most events, checked first
             if props.session_id != self.session_id:
                 return []
             return self._emit(self._delta(props))
         if event.session_id != self.session_id:
             return []
         match props:
-            case PartDeltaProps() as delta:
-                return self._emit(self._delta(delta))
             case PartUpdatedProps() as updated:
                 return self._emit(self._part(updated.part))
             case MessageInfo() as message:

@@ -87,7 +87,7 @@ class SeedFrames:
         return out
 
     def _one(self, frame: Frame) -> list[SeedFrame]:
-        if type(frame) is PartDelta:  # a streamed token: most frames, checked first
+        if isinstance(frame, PartDelta):  # a streamed token: most frames, checked first
             message = self._messages.get(frame.message_id)
             return [] if message is None else self._delta(frame, message)
         match frame:
@@ -105,8 +105,6 @@ class SeedFrames:
         match frame:
             case PartStart():
                 return self._start(frame.message_id, message, frame.part_index, frame.part)
-            case PartDelta():
-                return self._delta(frame, message)
             case PartUpdate():
                 return self._arguments(frame.message_id, message, frame.part_index, frame.part)
             case PartComplete():

@@ -196,14 +196,14 @@ async def stream_filtered(
             opened = Opening()
             async for text in _opening(runtime, last_id, frame, visibility, opened):
                 yield text
-            sent = opened.sent
+            sent, render, heartbeat = opened.sent, render_each(frame), _heartbeat(frame)
             async for batch in subscription.batches(runtime.settings.heartbeat_s):
                 if batch is None:
-                    yield _heartbeat(frame)()
+                    yield heartbeat()
                     continue
                 fresh, sent = unsent(batch, sent)
                 if fresh := await visibility.keep(fresh):
-                    yield "".join(frame(e) for e in fresh)
+                    yield render(fresh)
             if ending := _closing(frame)(subscription, sent):
                 yield ending
     finally:

@@ -152,3 +152,48 @@ async def test_takes_answers_for_a_type_and_session_and_forgets_closed_subscript
     everything = bus.subscribe_all()
     assert bus.takes("anything.at.all", None)
     everything.close()
+
+
+async def test_a_commits_events_are_pushed_once_before_publish_many_returns() -> None:
+    """publish_many (one commit's events) calls each pushed subscription back once, in the
+    context it gave, before it returns; a lone publish still pushes at the loop's next turn."""
+    import contextvars
+
+    bus = Bus()
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="publisher")
+    subscription = bus.subscribe_all()
+    pushed: list[tuple[str, list[str]]] = []
+
+    def flush() -> None:
+        pushed.append((where.get(), [e.id for e in subscription.drain()]))
+
+    stream_context = contextvars.copy_context()
+    stream_context.run(where.set, "stream")
+    subscription.push_to(flush, stream_context)
+    bus.publish_many([_idle(1), _idle(2)])
+    assert pushed == [("stream", ["evt_0001", "evt_0002"])]
+    bus.publish(_idle(3))
+    assert len(pushed) == 1  # not yet: at the loop's next turn
+    await asyncio.sleep(0)
+    assert pushed[1] == ("stream", ["evt_0003"])
+
+
+async def test_what_a_push_publishes_is_pushed_after_it_not_inside_it() -> None:
+    bus = Bus()
+    first, second = bus.subscribe_all(), bus.subscribe_all()
+    calls: list[str] = []
+    depth = 0
+
+    def pushed(name: str, subscription: object) -> None:
+        nonlocal depth
+        depth += 1
+        assert depth == 1, "a push ran inside another"
+        calls.append(f"{name}:{len(subscription.drain())}")  # type: ignore[attr-defined]
+        if name == "first" and len(calls) == 1:
+            bus.publish_many([_idle(9)])
+        depth -= 1
+
+    first.push_to(lambda: pushed("first", first), None)
+    second.push_to(lambda: pushed("second", second), None)
+    bus.publish_many([_idle(1)])
+    assert calls == ["first:1", "second:2", "first:1"]

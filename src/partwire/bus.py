@@ -117,12 +117,26 @@ class Subscription:
         if self._pushed is not None:
             self._pushed()
 
+    def push_soon(self) -> None:
+        assert self._loop is not None
+        self._loop.call_soon(self._push, context=self._push_context)
+
+    def push_now(self) -> None:
+        """The callback ``push_to`` asked for, run now, in its context (Bus.publish_many)."""
+        if self._push_context is None:
+            self._push()
+        else:
+            self._push_context.run(self._push)
+
     def _wake(self) -> None:
         if self._pushed is not None:
             if not self._push_due:
                 self._push_due = True
-                assert self._loop is not None
-                self._loop.call_soon(self._push, context=self._push_context)
+                due = self._bus.pushing
+                if due is not None:
+                    due.append(self)
+                else:
+                    self.push_soon()
             return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -214,6 +228,8 @@ class Bus:
         self._everywhere: list[Subscription] = []
         self._by_session: dict[str, list[Subscription]] = {}
         self._queue_limit = queue_limit
+        # while publish_many runs: the pushed subscriptions it reached, to call back at its end
+        self.pushing: list[Subscription] | None = None
 
     def subscribe(
         self, *types: str, session_id: str | None = None, with_children: bool = False
@@ -291,8 +307,26 @@ class Bus:
                 subscriber.offer(event)
 
     def publish_many(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.publish(event)
+        """Publish ``events`` (one commit's); the subscriptions they reach that are pushed
+        to (``push_to``) are called back once they are all offered, before this returns:
+        a commit's events go out in its own turn of the loop, not the next one."""
+        if self.pushing is not None:  # published from a push: the pushes under way take them
+            for event in events:
+                self.publish(event)
+            return
+        due: list[Subscription] = []
+        self.pushing = due
+        done = 0
+        try:
+            for event in events:
+                self.publish(event)
+            while done < len(due):  # a push may publish, and so add to ``due``
+                done += 1
+                due[done - 1].push_now()
+        finally:
+            self.pushing = None
+            for subscription in due[done:]:  # only if an offer raised: pushed the usual way
+                subscription.push_soon()
 
     def close(self) -> None:
         for subscriber in tuple(self._subscribers):

@@ -94,6 +94,21 @@ def test_an_error_chunk_ends_the_stream_with_its_message() -> None:
     assert decoder.error.retryable
 
 
+def test_a_chunk_is_read_as_json_reads_it_with_space_around_or_not() -> None:
+    body = json.dumps(chunk({"content": "hi"}))
+    for data in (body, f"  {body}\n", f"{body} "):
+        decoder = ChunkDecoder("openai")
+        assert texts(decoder.feed_data(data.encode()), TextDelta) == "hi"
+        assert decoder.error is None
+
+
+def test_a_chunk_with_more_after_its_value_is_not_json() -> None:
+    for data in (b'{"choices": []} {"choices": []}', b'{"choices": []}x', b"{", b"\xff"):
+        decoder = ChunkDecoder("openai")
+        assert decoder.feed_data(data) == []
+        assert decoder.error is not None and "not JSON" in decoder.error.message
+
+
 NO_TAGS = st.text(st.characters(blacklist_characters="<"), min_size=1, max_size=12)
 
 

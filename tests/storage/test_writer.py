@@ -147,15 +147,15 @@ def _seqs(path: Path) -> list[int]:
     return rows
 
 
-async def test_a_lone_delta_is_committed_and_published_within_the_loops_iteration(
+async def test_a_lone_delta_is_committed_and_published_before_submit_returns(
     tmp_path: Path,
 ) -> None:
     """The writer's thread holds nothing and no delta committed lately: the loop commits
-    the delta itself, and its event is published as it lands (durable, then visible)."""
+    the delta itself, in the caller's turn (a paced token costs no extra turn of the loop),
+    and its event is published as it lands (durable, then visible)."""
     log = _Log()
     writer = await _started(tmp_path / "log.sqlite", log, inline=True)
     writer.submit(_delta(1))
-    await asyncio.sleep(0)  # the hand-over runs: it commits and delivers at once
     assert len(log.ids) == 1 and writer.commits_here == 1
     assert _seqs(tmp_path / "log.sqlite") == [1]
     writer.hand_over()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,21 @@ _FINISH: dict[str, FinishReason] = {
     "function_call": "tool-calls",
     "content_filter": "content-filter",
 }
+
+
+# the decoder's C scanner (typeshed does not declare the attribute)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _json_value(text: str) -> Any:
+    """``json.loads``, in one call into the C scanner for the usual chunk (one value, no
+    whitespace around it: what providers send), a third of ``loads``' cost; anything else
+    goes through ``loads`` itself, which also gives the error."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 class SseSplitter:
@@ -124,7 +140,7 @@ class ChunkDecoder:
         if data == b"[DONE]":
             return []
         try:
-            chunk = json.loads(data.decode())  # str: json skips sniffing the encoding
+            chunk = _json_value(data.decode())
         except ValueError:  # UnicodeDecodeError too
             self.error = StreamError(f"the provider sent a chunk that is not JSON: {data[:200]!r}")
             return []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -218,6 +218,13 @@ async def _read_capped(response: httpx2.Response) -> bytes:
     return b"".join(chunks)[:_ERROR_BODY_MAX]
 
 
+def _next_of(chunks: AsyncIterator[bytes]) -> Callable[[], Awaitable[bytes | None]]:
+    async def read() -> bytes | None:
+        return await anext(chunks, None)
+
+    return read
+
+
 # ---- the model ---------------------------------------------------------------------------
 
 
@@ -273,12 +280,12 @@ class OpenAIChatModel:
 async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:
     splitter = SseSplitter()
     body = response.extensions.get(BODY_EXTENSION)
-    raw_chunks = (
-        body.chunks()
+    read = (
+        body.next_chunk
         if body is not None and "content-encoding" not in response.headers
-        else response.aiter_bytes()
+        else _next_of(response.aiter_bytes())
     )
-    async for raw in raw_chunks:
+    while (raw := await read()) is not None:
         for data in splitter.feed(raw):
             for event in decoder.feed_data(data):
                 yield event

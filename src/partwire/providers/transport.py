@@ -259,6 +259,15 @@ class _Body(httpx2.AsyncByteStream):
         finally:
             await self.aclose()
 
+    async def next_chunk(self) -> bytes | None:
+        """The body bytes received since the last call; None at the end, once the body was
+        read whole (a reader that stops before must ``aclose``). One level less per chunk
+        than iterating ``chunks``."""
+        chunk = await self._connection.next_chunk()
+        if chunk is None:
+            await self.aclose()
+        return chunk
+
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self.chunks()
 

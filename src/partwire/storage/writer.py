@@ -93,6 +93,7 @@ class Writer:
         # lists of writes, handed over once per loop iteration; None = stop
         self._queue: queue.SimpleQueue[list[Write] | None] = queue.SimpleQueue()
         self._pending: list[Write] = []
+        self._awaited = False  # _pending holds a write other than a delta (someone awaits it)
         self._soon = False  # a hand-over is queued for this loop iteration
         self._due: asyncio.TimerHandle | None = None  # … or timed: deltas' group commit
         self._thread: threading.Thread | None = None
@@ -132,6 +133,8 @@ class Writer:
         timer and one commit on the loop's thread, with no hand-over to the thread and
         back."""
         self._pending.append(write)
+        if type(write) is not DeltaAppend:
+            self._awaited = True
         if self._soon:
             return
         assert self._loop is not None
@@ -141,6 +144,9 @@ class Writer:
             wait = self._last_delta_commit + self.spacing_s - time.monotonic()
             if wait > 0:
                 self._due = self._loop.call_later(wait, self._hand_over_due)
+                return
+            if not self._in_thread:  # a delta after a quiet spell: committed now, no turn
+                self.hand_over()
                 return
         self._soon = True
         self._loop.call_soon(self.hand_over)
@@ -160,7 +166,8 @@ class Writer:
         if not self._pending:
             return
         writes, self._pending = self._pending, []
-        if self._may_commit_here(writes) and self._lock.acquire(blocking=False):
+        awaited, self._awaited = self._awaited, False
+        if self._may_commit_here(awaited) and self._lock.acquire(blocking=False):
             try:
                 if self._commit_here(writes):
                     return
@@ -190,8 +197,9 @@ class Writer:
         finally:
             conn.execute("PRAGMA busy_timeout = 0")
 
-    def _may_commit_here(self, writes: list[Write]) -> bool:
-        """Whether the loop's thread commits ``writes`` itself (SQLite only: a commit there
+    def _may_commit_here(self, awaited: bool) -> bool:
+        """Whether the loop's thread commits the pending writes itself (``awaited``: one of
+        them is not a delta, and someone awaits it) (SQLite only: a commit there
         appends to the WAL without an fsync, tens of microseconds, less than the two thread
         hand-overs a commit on the writer's thread costs; bench/floor.py's "inline commit"
         against "writer follows"). Only while the thread holds nothing, so the log's order
@@ -200,9 +208,7 @@ class Writer:
         writing."""
         if not self._inline or self._in_thread or self._conn is None:
             return False
-        if time.monotonic() - self._last_delta_commit >= self.spacing_s:
-            return True
-        return not all(isinstance(write, DeltaAppend) for write in writes)
+        return awaited or time.monotonic() - self._last_delta_commit >= self.spacing_s
 
     def stop(self) -> None:
         """Stop after the writes already handed over (call ``hand_over`` first on the loop)."""

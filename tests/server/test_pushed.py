@@ -11,7 +11,13 @@ import pytest
 
 from partwire.bus import Bus, Subscription
 from partwire.schema.event import Event, SessionIdle, SessionRef
-from partwire.server.pushed import Opening, PushedStream, render_each
+from partwire.server.pushed import (
+    SERVER_SEND,
+    Opening,
+    PushedStream,
+    keeping_server_send,
+    render_each,
+)
 
 REQUEST = contextvars.ContextVar[str]("REQUEST", default="none")
 Message = dict[str, Any]
@@ -107,6 +113,33 @@ async def test_a_commits_events_go_out_as_one_write_in_order_in_the_requests_con
     client.gone.set()
     await task
     assert len(client.messages) == 4  # gone: nothing more was sent
+
+
+async def test_live_events_go_to_the_servers_own_send_the_start_and_opening_through_the_stack() -> (
+    None
+):
+    bus, server = Bus(), Client()
+    stream = _stream(bus.subscribe_all())
+    stack: list[Message] = []
+
+    async def middleware(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        async def passed_on(message: Message) -> None:
+            stack.append(message)
+            await send(message)
+
+        await stream(scope, receive, passed_on)
+
+    scope: dict[str, Any] = {"type": "http"}
+    app = keeping_server_send(middleware)
+    task = asyncio.create_task(app(scope, server.receive, server.send))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    bus.publish_many([_idle(1)])
+    assert server.bodies() == ["opened\n\n", _frame(_idle(1))]
+    assert [m["type"] for m in stack] == ["http.response.start", "http.response.body"]
+    assert scope[SERVER_SEND] == server.send
+    server.gone.set()
+    await task
 
 
 async def test_what_arrives_during_the_opening_follows_it_and_what_it_sent_is_skipped() -> None:

@@ -11,6 +11,7 @@ loop's job, where they are visible.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -127,7 +128,11 @@ def to_messages(request: ModelRequest, provider: str) -> list[pa.ModelMessage]:
 
 def _parameters(request: ModelRequest) -> ModelRequestParameters:
     tools = [
-        ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters)
+        ToolDefinition(
+            name=t.name,
+            description=t.description,
+            parameters_json_schema=copy.deepcopy(t.parameters),  # the spec's own is shared
+        )
         for t in request.tools
     ]
     return ModelRequestParameters(function_tools=tools, allow_text_output=True)

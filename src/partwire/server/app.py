@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 
 from partwire.accounts import Accounts
 from partwire.config import Settings
@@ -17,6 +18,7 @@ from partwire.server.auth import Authenticate
 from partwire.server.authorize import authorize
 from partwire.server.guard import RequestGuard
 from partwire.server.limits import BodyLimit, UnicodeGuard
+from partwire.server.pushed import keeping_server_send
 from partwire.server.routes import (
     access,
     actions,
@@ -104,6 +106,12 @@ def _protect(app: FastAPI, settings: Settings, accounts: Accounts) -> None:
     app.add_middleware(AccessLog)  # around everything: refused requests are logged too
 
 
+class _App(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        """The stack, with the ASGI server's send kept for the pushed streams (pushed.py)."""
+        return keeping_server_send(super().build_middleware_stack())
+
+
 def _index(app: FastAPI) -> None:
     @app.get("/global/health", operation_id="global.health")
     async def health() -> dict[str, object]:
@@ -123,7 +131,7 @@ def create_app(settings: Settings) -> FastAPI:
             await clients.shutdown()
             await runtime.stop()
 
-    app = FastAPI(
+    app = _App(
         title="partwire",
         version=__version__,
         openapi_url="/doc",

@@ -253,7 +253,7 @@ class Writer:
             return [], True
         batch = first
         spaced = self._last_delta_commit + self.spacing_s
-        awaited = not all(isinstance(write, DeltaAppend) for write in batch)
+        awaited = not _only_deltas(batch)
         while len(batch) < MAX_BATCH:
             item = self._take(0.0 if awaited else spaced)
             if item is _EMPTY:
@@ -262,7 +262,7 @@ class Writer:
                 return batch, True
             more: list[Write] = item  # type: ignore[assignment]
             batch.extend(more)
-            awaited = awaited or not all(isinstance(write, DeltaAppend) for write in more)
+            awaited = awaited or not _only_deltas(more)
         return batch, False
 
     def _take(self, deadline: float) -> list[Write] | object | None:
@@ -379,7 +379,11 @@ class Writer:
 
 
 def _deltas(batch: list[Write]) -> int:
-    return sum(1 for write in batch if type(write) is DeltaAppend)
+    return [type(write) for write in batch].count(DeltaAppend)  # no generator step each
+
+
+def _only_deltas(writes: list[Write]) -> bool:
+    return {type(write) for write in writes} <= {DeltaAppend}
 
 
 def _call_now(callback: Callable[..., object], *args: object) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,14 +166,14 @@ class Tool(Generic[A]):
     execute: Callable[[A, ToolContext], Awaitable[ToolResult]]
 
     def spec(self) -> ToolSpec:
-        """What the model is offered. Every step of every session asks; the schema is made
-        once (pydantic's schema generation costs milliseconds) and each caller gets a copy
-        of its own to change."""
-        return ToolSpec(self.id, self.description, json.loads(self._schema_json))
+        """What the model is offered. Every step of every session asks, so it is made once
+        (pydantic's schema generation costs milliseconds) and shared: its ``parameters``
+        are read-only, and a caller that would change them changes a copy."""
+        return self._spec
 
     @functools.cached_property
-    def _schema_json(self) -> str:
-        return json.dumps(self.parameters.model_json_schema())
+    def _spec(self) -> ToolSpec:
+        return ToolSpec(self.id, self.description, self.parameters.model_json_schema())
 
     def parse(self, raw: dict[str, Any]) -> A:
         """Validate the model's arguments; errors are written for the model to fix."""

@@ -29,7 +29,7 @@ class _Store:
     async def put_message(self, info: Any, events: list[Any]) -> None:
         self.writes.append(("message", info))
 
-    async def append_delta(self, props: Any) -> None:
+    def append_delta(self, props: Any) -> None:
         self.writes.append(("delta", props.delta))
 
     async def add_spend(self, session_id: str, tokens: Any, cost: float) -> None:
@@ -83,7 +83,8 @@ async def test_text_rows_are_rewritten_on_the_geometric_schedule() -> None:
     await writer.write(builder.start_text("t"))
     chunk = "x" * 1024
     for _ in range(4 * FLUSH_MIN_CHARS // len(chunk)):
-        await writer.text_delta(builder.grow("text", "t", chunk), chunk)
+        if (rewrite := writer.text_delta(builder.grow("text", "t", chunk), chunk)) is not None:
+            await rewrite
     rows = [len(x.text) for kind, x in store.writes if kind == "part"]
     assert rows == [0, FLUSH_MIN_CHARS, 2 * FLUSH_MIN_CHARS, 4 * FLUSH_MIN_CHARS]
 

@@ -15,6 +15,7 @@ from partwire.bus import Bus
 from partwire.schema.event import PartDeltaProps
 from partwire.storage.cpu import CpuFollower
 from partwire.storage.sqlite import SqliteStore
+from tests.storage.streaming import append
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux affinity")
 
@@ -100,9 +101,9 @@ async def test_the_store_writer_runs_on_the_loops_cpu(tmp_path: Path) -> None:
         # itself when none was committed in the last COMMIT_SPACING_S (_may_commit_here),
         # so a second delta follows the first at once
         for _ in range(200):
-            await store.append_delta(delta)
+            await append(store, delta)
             await asyncio.sleep(0)
-            await store.append_delta(delta)
+            await append(store, delta)
             await asyncio.sleep(0.01)
             if writer.batches > writer.commits_here:
                 break

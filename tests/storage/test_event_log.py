@@ -16,6 +16,7 @@ from partwire.storage import writer
 from partwire.storage.base import EventLogGap
 from partwire.storage.migrations import MIGRATIONS
 from partwire.storage.sqlite import PAGE_SIZE, SqliteStore
+from tests.storage.streaming import append
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
 
@@ -66,7 +67,7 @@ async def test_a_version_3_log_gets_sequence_ids_and_keeps_its_streaming_part(
         logged = await store.events_after(None)
         with pytest.raises(EventLogGap):  # an id of the old scheme cannot be resumed from
             await store.events_after(old_ids[1])
-        await store.append_delta(_delta("!"))
+        await append(store, _delta("!"))
         await store.publish([])
         [newest] = (await store.events_after(logged[-1].id))[-1:]
     finally:

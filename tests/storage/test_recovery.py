@@ -25,6 +25,7 @@ from partwire.storage.health import explain
 from partwire.storage.migrations import MIGRATIONS
 from partwire.storage.sqlite import SqliteStore
 from tests.storage.conftest import MakeStore
+from tests.storage.streaming import append
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
 
@@ -52,7 +53,7 @@ async def test_open_finishes_what_a_crash_left_unfinished(make_store: MakeStore)
     await store.put_message(_assistant(), [])
     await store.put_part(_text(), [], streaming=True)
     for word in ["half ", "a ", "sentence"]:
-        await store.append_delta(_delta(word))
+        await append(store, _delta(word))
     running = _running_tool("c1", "read", {"filePath": "x"})
     pending = running.model_copy(
         update={"id": "prt_3", "call_id": "c2", "state": ToolStatePending()}

@@ -28,6 +28,7 @@ from partwire.storage.base import EventLogGap
 from partwire.storage.postgres import PostgresStore
 from partwire.storage.sqlite import SqliteStore
 from tests.storage.conftest import MakeStore, independent_read, independent_write
+from tests.storage.streaming import append
 
 
 def _session(sid: str = "ses_1") -> Session:
@@ -95,10 +96,26 @@ async def test_writes_are_group_committed(store: SqliteStore) -> None:
     await store.put_part(_text(), [], streaming=True)
     before = store._writer.batches
     for i in range(2_000):
-        await store.append_delta(_delta(f"w{i} "))
+        await append(store, _delta(f"w{i} "))
     await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
     batches = store._writer.batches - before
     assert batches < 200, f"{batches} commits for 2,001 writes"
+
+
+async def test_a_delta_returns_at_once_and_only_a_writer_far_behind_makes_it_wait(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("partwire.storage.sqlite.BACKLOG_HIGH_WATER", 4)
+    sub = store.bus.subscribe("message.part.delta")
+    await store.put_session(_session(), [])
+    await store.put_part(_text(), [], streaming=True)
+    returned = [store.append_delta(_delta(str(i))) for i in range(8)]  # in one turn
+    waits = [i for i, waiting in enumerate(returned) if waiting is not None]
+    assert waits and waits[0] >= 4  # only once four wait for their commit
+    for waiting in returned:
+        if waiting is not None:
+            await waiting
+    assert [e.properties.delta for e in sub.drain()] == [str(i) for i in range(8)]  # type: ignore[attr-defined]
 
 
 async def test_event_ids_strictly_increase_in_publish_order(store: SqliteStore) -> None:
@@ -106,7 +123,7 @@ async def test_event_ids_strictly_increase_in_publish_order(store: SqliteStore) 
     await store.put_session(_session(), [])
     await store.put_part(_text(), [], streaming=True)
     for i in range(500):
-        await store.append_delta(_delta(str(i)))
+        await append(store, _delta(str(i)))
     await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
     seen = [e.id for e in sub.drain()]
     assert len(seen) == 501
@@ -118,7 +135,7 @@ async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteSto
     await store.put_message(_assistant(), [])
     await store.put_part(_text(), [], streaming=True)
     for word in ["a ", "b ", "c"]:
-        await store.append_delta(_delta(word))
+        await append(store, _delta(word))
     await store.publish([])
     [entry] = await store.list_messages("ses_1")
     assert entry.parts[0].text == "a b c"  # type: ignore[union-attr]
@@ -127,7 +144,7 @@ async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteSto
     assert '"text":""' in row[0] and row[1] is not None
     # a mid-stream flush moves the row forward; later deltas still fold in
     await store.put_part(_text(text="a b c"), [], streaming=True)
-    await store.append_delta(_delta(" d"))
+    await append(store, _delta(" d"))
     await store.publish([])
     [entry] = await store.list_messages("ses_1")
     assert entry.parts[0].text == "a b c d"  # type: ignore[union-attr]

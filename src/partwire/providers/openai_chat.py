@@ -258,8 +258,10 @@ class OpenAIChatModel:
             return
         try:
             yield StartStep()
-            async for event in _decode(response, decoder):
-                yield event
+            chunks = _ChunkEvents(response, decoder)
+            while (events := await chunks.next()) is not None:
+                for event in events:
+                    yield event
         except httpx_errors("TransportError") as exc:
             for event in decoder.finish():
                 yield event
@@ -277,20 +279,41 @@ class OpenAIChatModel:
         yield Finish(reason)
 
 
-async def _decode(response: httpx2.Response, decoder: ChunkDecoder) -> AsyncIterator[StreamEvent]:
-    splitter = SseSplitter()
-    body = response.extensions.get(BODY_EXTENSION)
-    read = (
-        body.next_chunk
-        if body is not None and "content-encoding" not in response.headers
-        else _next_of(response.aiter_bytes())
-    )
-    while (raw := await read()) is not None:
-        for data in splitter.feed(raw):
-            for event in decoder.feed_data(data):
-                yield event
-            if decoder.error is not None:
-                return
-    for data in splitter.close():
-        for event in decoder.feed_data(data):
-            yield event
+class _ChunkEvents:
+    """The stream events of a response's body, one read's worth at a time."""
+
+    def __init__(self, response: httpx2.Response, decoder: ChunkDecoder) -> None:
+        self.decoder = decoder
+        self.splitter = SseSplitter()
+        body = response.extensions.get(BODY_EXTENSION)
+        self.read: Callable[[], Awaitable[bytes | None]] = (
+            body.next_chunk
+            if body is not None and "content-encoding" not in response.headers
+            else _next_of(response.aiter_bytes())
+        )
+        self.ended = False
+
+    async def next(self) -> list[StreamEvent] | None:
+        """The events of the next bytes read (maybe none); None once the body ended, or
+        a chunk was an error."""
+        if self.ended:
+            return None
+        raw = await self.read()
+        if raw is None:
+            self.ended = True
+            return self._events(self.splitter.close())
+        return self._events(self.splitter.feed(raw))
+
+    def _events(self, data: list[bytes]) -> list[StreamEvent]:
+        decoder = self.decoder
+        if len(data) == 1 and decoder.error is None:  # the usual read: one chunk
+            events = decoder.feed_data(data[0])
+        else:
+            events = []
+            for one in data:
+                if decoder.error is not None:
+                    break
+                events += decoder.feed_data(one)
+        if decoder.error is not None:
+            self.ended = True
+        return events

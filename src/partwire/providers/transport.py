@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import httptools
@@ -250,6 +250,10 @@ class _Body(httpx2.AsyncByteStream):
         self._connection = connection
         self._transport = transport
         self._done = False
+        # the body bytes received since the last call (None at the end), read off the
+        # connection itself: no level between per chunk. The reader then calls ``aclose``
+        # (Response.aclose does), which gives the connection back.
+        self.next_chunk: Callable[[], Awaitable[bytes | None]] = connection.next_chunk
 
     async def chunks(self) -> AsyncIterator[bytes]:
         connection = self._connection
@@ -258,15 +262,6 @@ class _Body(httpx2.AsyncByteStream):
                 yield chunk
         finally:
             await self.aclose()
-
-    async def next_chunk(self) -> bytes | None:
-        """The body bytes received since the last call; None at the end, once the body was
-        read whole (a reader that stops before must ``aclose``). One level less per chunk
-        than iterating ``chunks``."""
-        chunk = await self._connection.next_chunk()
-        if chunk is None:
-            await self.aclose()
-        return chunk
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self.chunks()

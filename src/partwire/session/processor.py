@@ -97,7 +97,8 @@ class Processor:
             abort=self.abort,
         )
         b, w = self.builder, self.writer
-        self._handlers: dict[str, Callable[[Any], Awaitable[None]]] = {
+        # a handler returns what to await, if anything (a token: mostly nothing)
+        self._handlers: dict[str, Callable[[Any], Awaitable[None] | None]] = {
             "text-start": lambda e: w.write(b.start_text(e.id)),
             "text-delta": self._delta,
             "text-end": lambda e: w.write(b.end_text(e.id, metadata=_metadata(e))),
@@ -152,8 +153,8 @@ class Processor:
                 handled = 0
                 async for event in self.model.stream(request):
                     handler = self._handlers.get(event.type)
-                    if handler is not None:
-                        await handler(event)
+                    if handler is not None and (waiting := handler(event)) is not None:
+                        await waiting
                     handled += 1
                     if handled % YIELD_EVERY == 0:
                         await asyncio.sleep(0)
@@ -236,7 +237,7 @@ class Processor:
 
     # ---- the stream ----------------------------------------------------------------------
 
-    async def _delta(self, event: Any) -> None:
+    def _delta(self, event: Any) -> Awaitable[None] | None:
         kind: StreamKind = "reasoning" if event.type == "reasoning-delta" else "text"
         try:
             index = self.builder.grow(kind, event.id, event.delta)
@@ -245,7 +246,7 @@ class Processor:
                 f"{event.type} for {event.id} arrived before its start event"
             ) from exc
         self._unreported_chars += len(event.delta)
-        await self.writer.text_delta(index, event.delta)
+        return self.writer.text_delta(index, event.delta)
 
     async def _start_step(self, event: Any) -> None:
         if self.snapshots is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from partwire import metrics
@@ -162,7 +163,8 @@ class MessageWriter:
                     await self._args_delta(frame.part_index, frame.args_delta)
                 else:
                     assert frame.delta is not None
-                    await self.text_delta(frame.part_index, frame.delta)
+                    if (waiting := self.text_delta(frame.part_index, frame.delta)) is not None:
+                        await waiting
             elif frame.type in ("part_update", "part_complete"):
                 self._pending.pop(frame.part_index, None)
                 await save_part(self.store, frame.part)
@@ -205,11 +207,13 @@ class MessageWriter:
                 return
         log.error("message %s: its end could not be stored; recovery ends it", info.id)
 
-    async def text_delta(self, index: int, delta: str) -> None:
+    def text_delta(self, index: int, delta: str) -> Awaitable[None] | None:
         """Text the builder's part ``index`` grew by: a delta event; the row is rewritten
-        on the geometric schedule, so a crash loses little."""
+        on the geometric schedule, so a crash loses little. None when that is all queued,
+        else what to await (the row's rewrite, or the store's backpressure) before the
+        next: most tokens are one call, not a coroutine."""
         part = self.builder.stored_part(index)  # as stored: joining the text is O(text)
-        await self.store.append_delta(
+        waiting = self.store.append_delta(
             PartDeltaProps(
                 session_id=part.session_id,
                 message_id=part.message_id,
@@ -219,12 +223,13 @@ class MessageWriter:
             )
         )
         pending = self._pending.get(index, 0) + len(delta)
-        flushed = self._flushed.get(index, 0)
-        if flush_due(pending, flushed):
-            text = self.builder.streamed_text(index)
-            self._flushed[index], pending = len(text), 0
-            await self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
-        self._pending[index] = pending
+        if not flush_due(pending, self._flushed.get(index, 0)):
+            self._pending[index] = pending
+            return waiting
+        text = self.builder.streamed_text(index)
+        self._flushed[index], self._pending[index] = len(text), 0
+        rewrite = self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
+        return rewrite if waiting is None else _in_turn(waiting, rewrite)
 
     async def _args_delta(self, index: int, delta: str) -> None:
         total = self._args.get(index, 0) + len(delta)
@@ -240,3 +245,8 @@ class MessageWriter:
         if isinstance(self.info, AssistantMessage) and (built.cost or built.tokens.counted):
             _count_usage(self.info, built)
             await self.store.add_spend(self.info.session_id, built.tokens, built.cost)
+
+
+async def _in_turn(*awaitables: Awaitable[None]) -> None:
+    for awaitable in awaitables:
+        await awaitable

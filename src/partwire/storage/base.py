@@ -6,7 +6,7 @@ Every write takes the events that describe it; the store commits the change and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
 from partwire.schema.base import Tokens
@@ -72,9 +72,11 @@ class Store(Protocol):
         transaction: answers completing at once lose nothing) and publish the session."""
         ...
 
-    async def append_delta(self, delta: PartDeltaProps) -> None:
-        """Queue a streaming delta. Returns at once unless the writer is far behind
-        (backpressure); its event is published when the batch holding it commits."""
+    def append_delta(self, delta: PartDeltaProps) -> Awaitable[None] | None:
+        """Queue a streaming delta: None once it is queued, or (the writer is far behind:
+        backpressure) what to await before the next. Its event is published when the
+        batch holding it commits. Not a coroutine: a streamed token is one call, not three
+        coroutines run to their end."""
         ...
 
     async def delete_message(self, message_id: str, events: list[Draft]) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -279,14 +279,14 @@ class SqliteStore:
         )
         return [] if row is None else _todo_list.validate_json(row[0])
 
-    async def append_delta(self, delta: PartDeltaProps) -> None:
+    def append_delta(self, delta: PartDeltaProps) -> Awaitable[None] | None:
         if self.failure is not None:
             raise self.failure
         write = DeltaAppend(delta=delta)
         if self._backlog >= BACKLOG_HIGH_WATER:
-            await self._submit(write)
-        else:  # not awaited: a failure comes back through _delta_lost
-            self._queue(write)
+            return self._submit(write)
+        self._queue(write)  # not awaited: a failure comes back through _delta_lost
+        return None
 
     async def publish(self, events: list[Draft]) -> None:
         await self._submit(Write(events=events))

@@ -399,7 +399,7 @@ def locked(exc: BaseException) -> bool:
 
 def _pages(events: list[Event]) -> int:
     """About how many 1 KiB WAL pages a commit of these events appended (at least one)."""
-    return 1 + sum(len(event.json) for event in events) // 1000
+    return 1 + sum([len(event.json) for event in events]) // 1000
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:

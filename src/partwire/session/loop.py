@@ -264,15 +264,14 @@ class SessionLoop:
         await refuse_taken_ids(self.store, body.message_id, [p.id for p in body.parts])
         if not self.is_busy(session_id):
             session = await cleanup_revert(self.store, session)
-        user = await store_user_message(
+        user, touched = await store_user_message(
             self.store, session, body, model, agent, self.settings.project_dir
         )
         if (
             session.title.startswith(UNTITLED_PREFIX)
             and model.provider_id in self.settings.providers
-        ):
-            titled = await self.store.get_session(session_id)  # the prompt's words, for now
-            self.titler.start(session_id, language_model, prompt_words(body), titled.title)
+        ):  # titled by the prompt's words for now
+            self.titler.start(session_id, language_model, prompt_words(body), touched.title)
         return user
 
     async def summarize(

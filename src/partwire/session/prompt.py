@@ -107,8 +107,9 @@ async def store_user_message(
     model: ModelRef,
     agent: str,
     project_dir: Path,
-) -> UserMessage:
-    """Write the user message, its parts, and the session's new title/updated time.
+) -> tuple[UserMessage, Session]:
+    """Write the user message, its parts, and the session's new title/updated time; the
+    message and the session as written.
 
     The parts are built (and mentioned files read) first, so a bad part stores nothing.
     """
@@ -126,8 +127,7 @@ async def store_user_message(
     parts = await with_mentioned_files(parts, project_dir)
     await save_message(store, message)
     await save_parts(store, message, parts)
-    await touch_session(store, session, _title_from(body))
-    return message
+    return message, await touch_session(store, session, _title_from(body))
 
 
 async def refuse_taken_ids(

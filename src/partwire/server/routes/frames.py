@@ -58,6 +58,9 @@ class PartwireShape:
         return [f"event: {frame.type}\ndata: {frame.wire_json()}\n\n" for frame in frames]
 
 
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # made once, not per frame
+
+
 class SeedShape:
     def __init__(self) -> None:
         from partwire.protocol.seedframes import SeedFrames
@@ -66,7 +69,7 @@ class SeedShape:
 
     def messages(self, frames: list[Frame]) -> list[str]:
         return [
-            f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+            f"event: {name}\ndata: {_compact_json(data)}\n\n"
             for name, data in self.seed.fold(frames)
         ]
 

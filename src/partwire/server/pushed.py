@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from types import CoroutineType
 from typing import Any
 
 from starlette.responses import Response
@@ -160,7 +160,7 @@ class _Live:
     def _send(self, text: str) -> None:
         self.last_sent = self.loop.time()
         sent = self.send(_body(text))
-        if not inspect.iscoroutine(sent):  # an ASGI server's send that is no coroutine
+        if not isinstance(sent, CoroutineType):  # an ASGI server's send that is no coroutine
             sent = _awaited(sent)
         self.sending = sent
         self._drive(None, resumed=False)

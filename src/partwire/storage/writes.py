@@ -60,10 +60,10 @@ class WriteContext:
 
     def insert_rows(self) -> None:
         rows, start = self.rows, 0
-        self.rows = []
+        self.rows, end = [], len(rows)
         for size in _ROW_CHUNKS:
             width = size * 3
-            while len(rows) - start >= width:
+            while end - start >= width:
                 self.conn.execute(_INSERT[size], rows[start : start + width])
                 start += width
 

@@ -131,7 +131,9 @@ class Writer:
         Where the loop may commit (SQLite), a delta waits on the loop instead, until the
         spacing since the last commit of deltas has passed: the group commit is then one
         timer and one commit on the loop's thread, with no hand-over to the thread and
-        back."""
+        back. A delta after a quiet spell (the spacing has passed, the thread holds nothing)
+        is committed at once, in its caller's turn: a paced stream's token takes one turn
+        of the loop, not two."""
         self._pending.append(write)
         if type(write) is not DeltaAppend:
             self._awaited = True

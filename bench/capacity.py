@@ -169,12 +169,19 @@ async def follow(
         writer.close()
 
 
+# Each watcher connects from a loopback address of its own among these many (127.0.0.2 on):
+# the server allows one address 256 streams at once (partwire.quotas), and each watcher
+# stands for a user of their own.
+WATCHER_ADDRESSES = 200
+
+
 async def _watch_one(url: str, session: str, received: dict[str, int], ready: asyncio.Event,
-                     go: asyncio.Event) -> None:  # fmt: skip
+                     go: asyncio.Event, number: int) -> None:  # fmt: skip
     """GET /session/{id}/stream (part frames) on the session's own server: note when each
     delta arrived, until the session's assistant message completes."""
     host, port = url.rsplit("//", 1)[1].split(":")
-    reader, writer = await asyncio.open_connection(host, int(port))
+    source = (f"127.0.0.{2 + number % WATCHER_ADDRESSES}", 0)
+    reader, writer = await asyncio.open_connection(host, int(port), local_addr=source)
     frames = _EventReader()
     try:
         request = f"GET /session/{session}/stream?parts=partwire HTTP/1.1\r\nHost: {host}\r\n\r\n"
@@ -185,6 +192,11 @@ async def _watch_one(url: str, session: str, received: dict[str, int], ready: as
             if not data:
                 raise RuntimeError(f"the server closed the stream of {session}")
             frames.parser.feed_data(data)
+            status = frames.parser.get_status_code()
+            if status and status != 200:  # refused (a quota, say): the step cannot be measured
+                ready.set()  # the others go on; this error ends the step at once
+                text = b"\n".join([*frames.lines, frames.pending]).decode(errors="replace")
+                raise RuntimeError(f"the stream of {session} was answered {status}: {text}")
         frames.lines.clear()
         ready.set()
         await go.wait()
@@ -217,8 +229,8 @@ async def watch_sessions(
     go = asyncio.Event()
     readies = [asyncio.Event() for _ in prompts]
     watchers = [
-        asyncio.create_task(_watch_one(url, sid, received, ready, go))
-        for (url, sid), ready in zip(prompts, readies, strict=True)
+        asyncio.create_task(_watch_one(url, sid, received, ready, go, number))
+        for number, ((url, sid), ready) in enumerate(zip(prompts, readies, strict=True))
     ]
     try:
         await asyncio.wait_for(asyncio.gather(*(ready.wait() for ready in readies)), 60)

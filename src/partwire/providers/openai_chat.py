@@ -306,14 +306,11 @@ class _ChunkEvents:
 
     def _events(self, data: list[bytes]) -> list[StreamEvent]:
         decoder = self.decoder
-        if len(data) == 1 and decoder.error is None:  # the usual read: one chunk
-            events = decoder.feed_data(data[0])
-        else:
-            events = []
-            for one in data:
-                if decoder.error is not None:
-                    break
-                events += decoder.feed_data(one)
+        events: list[StreamEvent] = []
+        for one in data:
+            if decoder.error is not None:
+                break
+            events += decoder.feed_data(one)
         if decoder.error is not None:
             self.ended = True
         return events

@@ -93,7 +93,6 @@ class Writer:
         # lists of writes, handed over once per loop iteration; None = stop
         self._queue: queue.SimpleQueue[list[Write] | None] = queue.SimpleQueue()
         self._pending: list[Write] = []
-        self._awaited = False  # _pending holds a write other than a delta (someone awaits it)
         self._soon = False  # a hand-over is queued for this loop iteration
         self._due: asyncio.TimerHandle | None = None  # … or timed: deltas' group commit
         self._thread: threading.Thread | None = None
@@ -135,8 +134,6 @@ class Writer:
         is committed at once, in its caller's turn: a paced stream's token takes one turn
         of the loop, not two."""
         self._pending.append(write)
-        if type(write) is not DeltaAppend:
-            self._awaited = True
         if self._soon:
             return
         assert self._loop is not None
@@ -168,8 +165,7 @@ class Writer:
         if not self._pending:
             return
         writes, self._pending = self._pending, []
-        awaited, self._awaited = self._awaited, False
-        if self._may_commit_here(awaited) and self._lock.acquire(blocking=False):
+        if self._may_commit_here(writes) and self._lock.acquire(blocking=False):
             try:
                 if self._commit_here(writes):
                     return
@@ -199,9 +195,8 @@ class Writer:
         finally:
             conn.execute("PRAGMA busy_timeout = 0")
 
-    def _may_commit_here(self, awaited: bool) -> bool:
-        """Whether the loop's thread commits the pending writes itself (``awaited``: one of
-        them is not a delta, and someone awaits it) (SQLite only: a commit there
+    def _may_commit_here(self, writes: list[Write]) -> bool:
+        """Whether the loop's thread commits ``writes`` itself (SQLite only: a commit there
         appends to the WAL without an fsync, tens of microseconds, less than the two thread
         hand-overs a commit on the writer's thread costs; bench/floor.py's "inline commit"
         against "writer follows"). Only while the thread holds nothing, so the log's order
@@ -210,7 +205,8 @@ class Writer:
         writing."""
         if not self._inline or self._in_thread or self._conn is None:
             return False
-        return awaited or time.monotonic() - self._last_delta_commit >= self.spacing_s
+        spaced = time.monotonic() - self._last_delta_commit >= self.spacing_s
+        return spaced or not _only_deltas(writes)
 
     def stop(self) -> None:
         """Stop after the writes already handed over (call ``hand_over`` first on the loop)."""

@@ -249,6 +249,20 @@ class StreamingMessageBuilder:
         self._chunks[index].append(text)
         return index
 
+    def grow_unnamed(self, kind: StreamKind, text: str) -> int | None:
+        """The hot path of the unnamed stream: when a ``kind`` part is streaming without a
+        stream id, append ``text`` to it and return its index, making no frame (the
+        writer's ``text_delta`` writes it). None, and nothing changed, when anything else
+        must happen first (the part to open, the message ended, no text): the caller then
+        takes ``add_*_delta``."""
+        index = self._streams.get(_UNNAMED)
+        if index is None or self._done or not isinstance(text, str) or not text:
+            return None
+        if self._parts[index].type != kind:
+            return None
+        self._chunks[index].append(text)
+        return index
+
     def _delta_frames(self, kind: StreamKind, text: str, stream_id: str | None) -> list[Frame]:
         if not isinstance(text, str):
             raise BuilderError(f"a {kind} delta must be a string, not {type(text).__name__}")

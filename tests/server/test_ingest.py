@@ -267,6 +267,82 @@ async def test_a_message_past_the_ingest_limit_is_a_413_and_keeps_what_came_befo
         assert await client.status() == {}
 
 
+DELTAS = [
+    {"type": "reasoning-delta", "delta": "th"},
+    {"type": "reasoning-delta", "delta": "ink"},
+    {"type": "text-delta", "delta": "Hel"},
+    {"type": "text-delta", "delta": "lo"},
+    {"type": "text-delta", "delta": ""},
+    {"type": "text-end"},
+    {"type": "text-delta", "delta": "again"},
+    {"type": "reasoning-delta", "delta": "more"},
+    {"type": "text-delta", "delta": "end"},
+]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_plain_deltas_make_the_parts_the_builder_makes(server: str, chunked: bool) -> None:
+    """Text and reasoning deltas take the recording's hot path while their part streams;
+    opening a part, switching kind and ending one still go the builder's way."""
+    builder = StreamingMessageBuilder("msg_expected", "assistant")
+    for line in DELTAS:
+        if line["type"] == "text-delta":
+            builder.add_text_delta(line["delta"])
+        elif line["type"] == "reasoning-delta":
+            builder.add_reasoning_delta(line["delta"])
+        else:
+            builder.finalize_text_part()
+    expected = [(p.type, getattr(p, "text", None)) for p in builder.build().parts]
+    lines = [{"type": "start", "prompt": "go"}, *DELTAS]
+
+    async def body() -> AsyncIterator[bytes]:
+        for line in lines:  # each line a read of its own
+            yield _ndjson(line)
+            await asyncio.sleep(0.01)
+
+    async with PartwireClient(server) as client, httpx.AsyncClient(base_url=server) as http:
+        session_id = await _session(client)
+        response = await http.post(
+            f"/session/{session_id}/ingest",
+            content=body() if chunked else _ndjson(*lines),
+            headers={"content-type": "application/x-ndjson"},
+        )
+        assert response.status_code == 200, response.text
+        answer = (await client.messages(session_id))[1]
+    assert [(p.type, getattr(p, "text", None)) for p in answer.parts] == expected
+    assert expected == [
+        ("reasoning", "think"),
+        ("text", "Hello"),
+        ("text", "again"),
+        ("reasoning", "more"),
+        ("text", "end"),
+    ]
+
+
+async def test_an_overlong_line_is_a_400_and_keeps_what_came_before(server: str) -> None:
+    head = _ndjson({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "kept"})
+
+    async def body() -> AsyncIterator[bytes]:
+        yield head
+        await asyncio.sleep(0.1)
+        yield b'{"type": "text-delta", "delta": "'
+        for _ in range(20):  # over a MiB, and no end of line
+            yield b"x" * 65536
+
+    async with PartwireClient(server) as client, httpx.AsyncClient(base_url=server) as http:
+        session_id = await _session(client)
+        response = await http.post(
+            f"/session/{session_id}/ingest",
+            content=body(),
+            headers={"content-type": "application/x-ndjson"},
+        )
+        assert response.status_code == 400
+        assert response.json()["data"]["line"] == 3 and "longer than" in response.text
+        answer = (await client.messages(session_id))[1]
+    assert [p.text for p in answer.parts] == ["kept"]  # type: ignore[union-attr]
+    assert answer.info.error is not None  # type: ignore[union-attr]
+
+
 async def test_an_ingested_session_is_titled_by_its_prompt(server: str) -> None:
     async with PartwireClient(server) as client:
         session_id = await _session(client)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -179,6 +180,30 @@ async def test_abort_ends_the_message_at_once_and_refuses_the_next_call(runtime:
     assert [p.type for p in answer.parts] == ["text", "tool"]
     assert answer.parts[1].state.error == "Tool execution aborted"  # type: ignore[union-attr]
     assert runtime.status.get(session_id).type == "idle"
+
+
+async def test_grow_is_one_call_while_its_part_streams(runtime: Runtime) -> None:
+    session_id = await new_session(runtime)
+    sub = runtime.bus.subscribe("message.part.delta")
+    async with runtime.record(session_id, prompt="go") as msg:
+        opening = msg.grow("text", "Hel")
+        assert inspect.iscoroutine(opening)  # the part to open: the builder's own way
+        await opening
+        for piece in ("lo", " you"):
+            queued = msg.grow("text", piece)
+            assert not inspect.iscoroutine(queued)
+            if queued is not None:
+                await queued
+        switching = msg.grow("reasoning", "hm")
+        assert inspect.iscoroutine(switching)
+        await switching
+        assert await runtime.loop.abort(session_id)
+        with pytest.raises(AbortedError):  # no hot path past an abort
+            await msg.grow("reasoning", "more")  # type: ignore[misc]
+    deltas = [(await _next(sub, "message.part.delta")).properties.delta for _ in range(4)]  # type: ignore[attr-defined]
+    assert deltas == ["Hel", "lo", " you", "hm"]
+    answer = (await runtime.store.list_messages(session_id))[1]
+    assert [(p.type, p.text) for p in answer.parts] == [("text", "Hello you"), ("reasoning", "hm")]  # type: ignore[union-attr]
 
 
 async def test_a_cancelled_block_ends_the_message_as_aborted(runtime: Runtime) -> None:

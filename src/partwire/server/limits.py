@@ -90,7 +90,7 @@ async def _respond(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -163,7 +163,7 @@ def bad_json_text(body: bytes) -> tuple[str, str | None] | None:
         return f"the body is not valid UTF-8 (byte {exc.start} is {body[exc.start]:#04x})", None
     if json_too_deep(body):
         return f"the JSON body is nested deeper than {MAX_JSON_DEPTH} levels", None
-    if _SURROGATE_ESCAPE.search(body):
+    if SURROGATE_ESCAPE.search(body):
         try:
             field = lone_surrogate(json.loads(body))
         except ValueError:

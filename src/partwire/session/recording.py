@@ -11,11 +11,11 @@ the recorder (session/recorder.py) opens and ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
-from partwire.builder import StreamingMessageBuilder
+from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.errors import AbortedError, BadRequestError, BuilderError
 from partwire.schema.base import Tokens
 from partwire.schema.event import SessionError, SessionErrorProps
@@ -102,6 +102,19 @@ class Recording:
 
     async def add_reasoning_delta(self, text: str) -> None:
         await self._call(self.builder.add_reasoning_delta, text)
+
+    def grow(self, kind: StreamKind, text: str) -> Awaitable[None] | None:
+        """``add_text_delta`` (``kind`` "text") or ``add_reasoning_delta``, for a caller
+        that makes many: None when the delta is queued, else what to await before the
+        next call. A delta to the part already streaming is one call, not a coroutine;
+        anything else (a part to open, a call under way, the message ended) takes the
+        method's own way."""
+        index = None
+        if not self._lock.locked() and not self.aborted:
+            index = self.builder.grow_unnamed(kind, text)
+        if index is not None:
+            return self.writer.text_delta(index, text)
+        return self.add_text_delta(text) if kind == "text" else self.add_reasoning_delta(text)
 
     async def start_tool_call(self, call_id: str, name: str) -> None:
         await self._call(self.builder.start_tool_call, call_id, name)

@@ -16,21 +16,32 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
+from starlette.types import Receive
 
 from partwire.errors import BuilderError
 from partwire.schema.message import MessageWithParts
 from partwire.server.errors import error_body
-from partwire.server.limits import MAX_JSON_DEPTH, json_too_deep, lone_surrogate
+from partwire.server.limits import (
+    MAX_JSON_DEPTH,
+    SURROGATE_ESCAPE,
+    json_too_deep,
+    lone_surrogate,
+)
 from partwire.server.routes.scope import runtime_of, session_project
 from partwire.server.routes.session import wire
 
 if TYPE_CHECKING:  # loaded with the first ingest, not at start-up
+    from partwire.builder import StreamKind
     from partwire.schema.ingest import IngestEvent
     from partwire.session.recording import Recording
+
+    # a line's number and what it says: a plain delta, an event, or what is wrong with it
+    Item = tuple[int, tuple[StreamKind, str] | IngestEvent | "BadLine"]
 
 router = APIRouter(prefix="/session/{sessionID}", tags=["session"])
 
 MAX_LINE_BYTES = 1024 * 1024
+PLAIN_DELTAS: dict[object, StreamKind] = {"text-delta": "text", "reasoning-delta": "reasoning"}
 DROPPED = "The ingest connection closed before the stream ended."
 NDJSON_BODY = {
     "requestBody": {
@@ -69,20 +80,20 @@ async def ingest(request: Request, sessionID: str) -> Response:
     _, project = await session_project(request, sessionID)
     project.loop.ensure_idle_now(sessionID)
     limit = runtime_of(request).settings.ingest_max_bytes
-    events = _events(request.stream(), limit)
+    batches = _batches(request.receive, limit)
     try:
-        head = await anext(events, None)
+        head = await _head(batches)
     except BadLine as bad:
         return _bad_line(bad)
     except ClientDisconnect:
         return Response(status_code=400)  # nobody is left to read it; nothing was stored
-    start = head[1] if head is not None and isinstance(head[1], IngestStart) else IngestStart()
-    first = [] if head is None or isinstance(head[1], IngestStart) else [head]
-    if head is None:  # an empty body: no message to record
+    if not head:  # an empty body: no message to record
         return JSONResponse(
             error_body("BadRequest", "ingest: the body holds no event; nothing was stored"),
             status_code=400,
         )
+    first = head[0][1]
+    start = first if isinstance(first, IngestStart) else IngestStart()
     failure: BadLine | None = None
     async with project.recorder.record(
         sessionID,
@@ -94,10 +105,9 @@ async def ingest(request: Request, sessionID: str) -> Response:
         message_id=start.message_id,
     ) as recording:
         try:
-            for number, event in first:
-                await _apply(recording, number, event)
-            async for number, event in events:
-                await _apply(recording, number, event)
+            await _apply(recording, head[1:] if isinstance(first, IngestStart) else head)
+            async for batch in batches:
+                await _apply(recording, batch)
         except BadLine as bad:
             await recording.fail(f"ingest {bad}")
             failure = bad
@@ -109,68 +119,134 @@ async def ingest(request: Request, sessionID: str) -> Response:
     return wire(stored)
 
 
-async def _apply(recording: Recording, number: int, event: IngestEvent) -> None:
-    from partwire.session.ingest import feed
+async def _head(batches: AsyncIterator[list[Item]]) -> list[Item]:
+    """The first batch that holds an item (an empty list: the body held none). A bad
+    first line raises: nothing is stored."""
+    async for batch in batches:
+        if batch and isinstance(batch[0][1], BadLine):
+            raise batch[0][1]
+        if batch:
+            return batch
+    return []
 
-    try:
-        await feed(recording, event)
-    except BuilderError as exc:
-        raise BadLine(number, exc.message) from None
 
-
-async def _events(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, IngestEvent]]:
-    """The body's ingest events. Part frames (what a StreamingMessageBuilder returns) are
-    taken too, line by line, through the frames converter; a ``message_start`` frame
-    first stands for the start line (its role and message id)."""
-    from partwire.protocol.converters.frames import FRAME_TYPES, FramesConverter
-    from partwire.schema.ingest import IngestStart
-
-    frames = FramesConverter()
-    first = True
-    async for number, line in _lines(body, limit):
-        if not line.strip():
-            continue
-        value = _json_object(number, line)
-        if value.get("type") not in FRAME_TYPES:
-            yield number, _validated(number, value)
+async def _apply(recording: Recording, batch: list[Item]) -> None:
+    """Make each item's call, in order; a bad line raises when its turn comes, so every
+    line before it is stored."""
+    for number, item in batch:
+        if isinstance(item, tuple):  # a plain delta: the recording's hot path
+            if (waiting := recording.grow(*item)) is not None:
+                await waiting
+        elif isinstance(item, BadLine):
+            raise item
         else:
-            if first and value.get("type") == "message_start":
-                role, message_id = value.get("role"), value.get("messageId")
-                yield (
-                    number,
-                    _validated(number, {"type": "start", "role": role, "messageID": message_id}),
-                )
             try:
-                made = frames.feed(value)
-            except ValueError as exc:
-                raise BadLine(number, _problems(exc)) from None
-            for event in made:
-                if not isinstance(event, IngestStart):
-                    yield number, event
-        first = False
+                await recording.feed(item)
+            except BuilderError as exc:
+                raise BadLine(number, exc.message) from None
 
 
-async def _lines(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[tuple[int, bytes]]:
-    buffer = b""
-    number = 0
-    total = 0
-    async for chunk in body:
-        total += len(chunk)
-        if total > limit:
+async def _batches(receive: Receive, limit: int) -> AsyncIterator[list[Item]]:
+    """The body's items as they arrive: the lines each read completes, at once. Most
+    lines a live loop sends are text deltas, one a read; they skip the event models."""
+    read = _Lines(limit)
+    items = _Items()
+    while not read.ended:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        lines = read.feed(message.get("body", b""), more=message.get("more_body", False))
+        batch = items.of(lines)
+        if (overlong := read.overlong()) is not None and not _ends_badly(batch):
+            batch.append((overlong.line, overlong))
+        yield batch
+        if _ends_badly(batch):
+            return
+
+
+def _ends_badly(batch: list[Item]) -> bool:
+    return bool(batch) and isinstance(batch[-1][1], BadLine)
+
+
+class _Lines:
+    """A body's NDJSON lines, numbered, from its chunks; its size held to ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buffer = b""
+        self.number = 0
+        self.total = 0
+        self.ended = False
+
+    def feed(self, chunk: bytes, *, more: bool) -> list[tuple[int, bytes]]:
+        self.total += len(chunk)
+        if self.total > self.limit:
             raise TooLarge(
-                number + 1,
-                f"the message is larger than {limit} bytes (PARTWIRE_INGEST_MAX_BYTES); "
+                self.number + 1,
+                f"the message is larger than {self.limit} bytes (PARTWIRE_INGEST_MAX_BYTES); "
                 "what came before this line is stored",
             )
-        buffer += chunk
-        *complete, buffer = buffer.split(b"\n")
-        for line in complete:
-            number += 1
-            yield number, line
-        if len(buffer) > MAX_LINE_BYTES:
-            raise BadLine(number + 1, f"longer than {MAX_LINE_BYTES} bytes")
-    if buffer:
-        yield number + 1, buffer
+        *complete, self.buffer = (self.buffer + chunk).split(b"\n")
+        if not more:
+            self.ended = True
+            complete.append(self.buffer)
+            self.buffer = b""
+        lines = [(self.number + n, line) for n, line in enumerate(complete, 1)]
+        self.number += len(complete)
+        return lines
+
+    def overlong(self) -> BadLine | None:
+        """The line not yet complete, when it is already longer than a line may be."""
+        if len(self.buffer) <= MAX_LINE_BYTES:
+            return None
+        return BadLine(self.number + 1, f"longer than {MAX_LINE_BYTES} bytes")
+
+
+class _Items:
+    """Lines → items: a plain text or reasoning delta as ``(kind, text)``, any other
+    line as its ingest events. Part frames (what a StreamingMessageBuilder returns) are
+    taken too, through the frames converter; a ``message_start`` frame first stands for
+    the start line (its role and message id). A bad line is an item too: the last."""
+
+    def __init__(self) -> None:
+        from partwire.protocol.converters.frames import FramesConverter
+
+        self.frames = FramesConverter()
+        self.first = True
+
+    def of(self, lines: list[tuple[int, bytes]]) -> list[Item]:
+        items: list[Item] = []
+        for number, line in lines:
+            try:
+                self._add(items, number, line)
+            except BadLine as bad:
+                items.append((number, bad))
+                break
+        return items
+
+    def _add(self, items: list[Item], number: int, line: bytes) -> None:
+        from partwire.protocol.converters.frames import FRAME_TYPES
+        from partwire.schema.ingest import IngestStart
+
+        if not line.strip():
+            return
+        value = _json_object(number, line)
+        first, self.first = self.first, False
+        kind = value.get("type")
+        if kind in PLAIN_DELTAS and len(value) == 2 and type(value.get("delta")) is str:
+            items.append((number, (PLAIN_DELTAS[kind], value["delta"])))
+        elif kind not in FRAME_TYPES:
+            items.append((number, _validated(number, value)))
+        else:
+            if first and kind == "message_start":
+                role, message_id = value.get("role"), value.get("messageId")
+                start = {"type": "start", "role": role, "messageID": message_id}
+                items.append((number, _validated(number, start)))
+            try:
+                made = self.frames.feed(value)
+            except ValueError as exc:
+                raise BadLine(number, _problems(exc)) from None
+            items.extend((number, event) for event in made if not isinstance(event, IngestStart))
 
 
 def _json_object(number: int, line: bytes) -> dict[str, Any]:
@@ -184,7 +260,7 @@ def _json_object(number: int, line: bytes) -> dict[str, Any]:
         raise BadLine(number, f"not JSON ({exc})") from None
     if not isinstance(value, dict):
         raise BadLine(number, "must be a JSON object with a type")
-    field = lone_surrogate(value)
+    field = lone_surrogate(value) if SURROGATE_ESCAPE.search(line) else None
     if field is not None:
         raise BadLine(number, f"{field}: not valid Unicode text (it holds a lone surrogate)")
     return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 import uvicorn
 
 from partwire.config import Settings
+from partwire.runtime import Runtime
 from partwire.server import runner
 from partwire.server.runner import PartwireServer, serve_in_background
 from tests.served import free_port, wait_until_up
@@ -86,3 +88,16 @@ def test_serve_exits_on_sigterm_at_once(tmp_path: Path, project: Path) -> None:
     # uvicorn raises the signal it caught again once it has shut down
     assert server.returncode == -signal.SIGTERM, err
     assert b"Traceback" not in err
+
+
+async def test_after_the_warm_up_the_heap_is_frozen_and_the_collector_set_for_serving(
+    runtime: Runtime,
+) -> None:
+    thresholds = gc.get_threshold()
+    try:
+        await runner.freeze_after_warm_up(runtime)
+        assert gc.get_threshold() == runner.SERVER_GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:  # this process runs many servers: leave its collector as it was
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)

@@ -3,6 +3,9 @@
 Every chat completion is answered with ``--tokens`` one-word chunks, ``1 / --rate``
 seconds apart; the words carry the request's number (``r12w0 ``, ``r12w1 `` …) so that
 each delta of every session is unique. Title requests get a short answer at once.
+``GET /sent`` answers when each word was written (wall-clock ns, by word) since the last
+``GET /sent``: a delta's latency runs from there, so a server that falls behind and
+leaves the model's words waiting in its socket shows it.
 
 It is an asyncio protocol on uvloop with one timer per streamed token and nothing else
 per token but a socket write: at 300 sessions of 100 tokens/s it must write 30,000 chunks a
@@ -16,6 +19,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 
 import httptools
@@ -45,15 +49,21 @@ class Paced:
         self.tokens = tokens
         self.pause_s = 1 / rate
         self.requests = 0
+        self.sent: dict[str, int] = {}  # when each word was written, since the last GET /sent
 
-    def answer(self, body: bytes) -> list[bytes]:
-        """The chunks of the answer to one request (each a whole chunked-encoding chunk)."""
+    def answer(self, body: bytes) -> tuple[list[str], list[bytes]]:
+        """The words and chunks of the answer to one request (each chunk a whole
+        chunked-encoding chunk, the n-th streaming the n-th word)."""
         request = json.loads(body or b"{}")
         if is_title_request(request):
-            return [b"".join(_sse(item) for item in text(MOCK_TITLE))]
+            return [], [b"".join(_sse(item) for item in text(MOCK_TITLE))]
         self.requests += 1
         words = [f"r{self.requests}w{i} " for i in range(self.tokens)]
-        return [_sse(item) for item in text(*words)]
+        return words, [_sse(item) for item in text(*words)]
+
+    def sent_json(self) -> bytes:
+        sent, self.sent = self.sent, {}
+        return json.dumps(sent).encode()
 
 
 class _Connection(asyncio.Protocol):
@@ -87,17 +97,22 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         url, body = self.url, b"".join(self.body)
         self.url, self.body = b"", []
+        if self.parser.get_method() == b"GET" and url == b"/sent":
+            sent = self.paced.sent_json()
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            self.transport.write(head + b"content-length: %d\r\n\r\n" % len(sent) + sent)
+            return
         if self.parser.get_method() != b"POST" or not url.endswith(b"/chat/completions"):
             self.transport.write(NOT_FOUND)
             return
-        chunks = self.paced.answer(body)
+        words, chunks = self.paced.answer(body)
         self.transport.write(HEAD)
         if len(chunks) == 1:  # a title: at once
             self.transport.write(chunks[0] + DONE)
             return
-        self._next(chunks, 0, self.loop.time())
+        self._next(words, chunks, 0, self.loop.time())
 
-    def _next(self, chunks: list[bytes], n: int, due: float) -> None:
+    def _next(self, words: list[str], chunks: list[bytes], n: int, due: float) -> None:
         """Write chunk ``n`` at ``due``; each token keeps its own time (no drift)."""
         transport = self.transport
         if transport is None or transport.is_closing():
@@ -106,12 +121,14 @@ class _Connection(asyncio.Protocol):
             transport.write(DONE)
             return
         due += self.paced.pause_s
-        self.loop.call_at(due, self._write, chunks, n, due)
+        self.loop.call_at(due, self._write, words, chunks, n, due)
 
-    def _write(self, chunks: list[bytes], n: int, due: float) -> None:
+    def _write(self, words: list[str], chunks: list[bytes], n: int, due: float) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(chunks[n])
-            self._next(chunks, n + 1, due)
+            if n < len(words):  # chunk n streams word n; the last ones end the answer
+                self.paced.sent[words[n]] = time.time_ns()
+            self._next(words, chunks, n + 1, due)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None

@@ -7,15 +7,16 @@
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
 step (bench/_server.py, the mock configured as its provider), and this client, which
-follows GET /event (or, with ``--watch session``, opens each session's part-frame stream,
-``GET /session/{id}/stream``, as many users each watching their own). Each step starts K
-sessions evenly over ``--spread-s`` (or ``--stagger-ms`` apart), each streaming
+follows GET /event (or, with ``--watch session``, opens each session's part-frame
+stream, ``GET /session/{id}/stream``, as many users each watching their own). Each step
+starts K sessions evenly over ``--spread-s`` (or ``--stagger-ms`` apart), each streaming
 ``--tokens`` tokens, so that all K stream at once at random phases for most of the step
-(the CPUs busy are read in that window), and measures every delta's
-latency (from the processor taking it off the provider stream to this client reading it)
-and the server's CPU time. With ``--via ingest`` the sessions are external loops instead:
-this client streams each session's message into POST /session/{id}/ingest at the same
-pace (no model process), and a delta's latency runs from this client writing its line.
+(the CPUs busy are read in that window), and measures every delta's latency (from the
+mock model writing it to this client reading it: a server that falls behind leaves words
+waiting in its socket, and that wait counts) and the server's CPU time. With ``--via
+ingest`` the sessions are external loops instead: this client streams each session's
+message into POST /session/{id}/ingest at the same pace (no model process), and a
+delta's latency runs from this client writing its line.
 
 K grows (the steps below, then by a quarter each time) until the p99 latency passes
 ``--limit-ms``, and the last lines say what limited it: the server's CPU (busy for all
@@ -333,6 +334,7 @@ async def step(
             if loop_lag:
                 await http.get("/bench/stats", params={"reset_lag": "true"})
             received: dict[str, int] = {}
+            await model_sent(http, mock.port)  # the warm-up's words: not this step's
             server_before = _cpu_s(pid)
             # the CPUs busy while every session streams: from the last start to the first end
             last_start_s = stagger_s * (sessions - 1)
@@ -344,11 +346,11 @@ async def step(
                 await follow(port, prompts, received, stagger_s, feeder or prompt_all)
             server_cpu = _cpu_s(pid) - server_before
             server_cpus, others_cpus = await sampling
-            stats = (await http.get("/bench/stats", params={"emits": "true"})).json()
+            stats = (await http.get("/bench/stats")).json()
+            emits = feeder.sent if feeder is not None else await model_sent(http, mock.port)
     finally:
         for quota in quotas:  # the server has exited: its group can go
             quota.remove()
-    emits = feeder.sent if feeder is not None else stats["emits"]
     _check_all_read(received, sessions, tokens)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
@@ -361,6 +363,14 @@ async def step(
         others_cpus=others_cpus,
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
     )
+
+
+async def model_sent(http: httpx.AsyncClient, model_port: int) -> dict[str, int]:
+    """When the mock model wrote each word since the last call (wall-clock ns, by word)."""
+    answer = await http.get(f"http://127.0.0.1:{model_port}/sent")
+    answer.raise_for_status()
+    sent: dict[str, int] = answer.json()
+    return sent
 
 
 def _check_all_read(received: dict[str, int], sessions: int, tokens: int) -> None:

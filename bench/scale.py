@@ -9,11 +9,11 @@ database, that many servers on it (bench/_server.py, the mock model of
 bench/_mock_paced.py as their provider, in its own process), the sessions spread over
 the servers and prompted at once, each streaming ``--tokens`` tokens at ``--rate``
 tokens/s. One client follows GET /event on the first server: it sees every server's
-deltas (the servers share one log), so its latency (from the processor taking a delta
-off the model stream, on whichever server, to this client reading it) includes the trip
-through Postgres, or Redis with ``--fanout redis`` (a throwaway redis-server). The table
-shows p50/p99 and the servers' CPU per 1k deltas. With ``--capacity`` it instead grows
-the number of sessions for each number of servers (capacity.py's steps) until p99 passes
+deltas (the servers share one log), so its latency (from the mock model writing a delta,
+for whichever server, to this client reading it) includes the trip through Postgres, or
+Redis with ``--fanout redis`` (a throwaway redis-server). The table shows p50/p99 and
+the servers' CPU per 1k deltas. With ``--capacity`` it instead grows the number of
+sessions for each number of servers (capacity.py's steps) until p99 passes
 ``--limit-ms``, and prints the largest number each carried and their ratio. Needs
 Postgres and, for Redis, redis-server installed (``make test`` installs both).
 
@@ -42,7 +42,15 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
-from capacity import Step, _cpu_s, follow, serving, steps, watch_sessions  # noqa: E402
+from capacity import (  # noqa: E402
+    Step,
+    _cpu_s,
+    follow,
+    model_sent,
+    serving,
+    steps,
+    watch_sessions,
+)
 from stream import _free_port, aligned  # noqa: E402
 
 
@@ -92,16 +100,14 @@ async def _measured(
                 url = urls[n % instances]
                 prompts.append((url, (await http.post(f"{url}/session", json={})).json()["id"]))
             received: dict[str, int] = {}
+            await model_sent(http, model_port)  # the warm-up's words: not this step's
             cpu_before = sum(_cpu_s(pid) for _, pid in servers)
             if watch == "session":  # each on the server it prompted through
                 await watch_sessions(prompts, received)
             else:
                 await follow(port, prompts, received)
             cpu = sum(_cpu_s(pid) for _, pid in servers) - cpu_before
-            emits: dict[str, int] = {}
-            for url in urls:
-                stats = await http.get(f"{url}/bench/stats", params={"emits": "true"})
-                emits |= stats.json()["emits"]
+            emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
         sessions=sessions,

@@ -12,9 +12,12 @@ import pytest
 
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
-from partwire.protocol.partframes import FrameReducer
+from partwire.protocol.partframes import FrameReducer, SessionFrames
+from partwire.runtime import Runtime
 from partwire.schema.frames import Frame
+from partwire.server.routes.frames import _render, shape_of, sse
 from partwire.server.runner import serve_in_background
+from tests.protocol.test_partframes import recorded_session
 
 PROMPTS = ("hello", "list", "edit README.md no-such-text => x", "long 300")
 
@@ -145,3 +148,23 @@ async def test_the_client_follows_frames_across_a_reconnect(server: str) -> None
                     break
         await frames.aclose()
     assert reducer.message(stored[-1].info.id).parts == stored[-1].parts
+
+
+@pytest.mark.parametrize("parts", ["seed", "partwire"])
+async def test_a_token_renders_as_the_fold_renders_its_frame(runtime: Runtime, parts: str) -> None:
+    """Live rendering takes a text delta's own way (no frame made); over a session with
+    every common part kind, sub-agents and non-ASCII text, it writes what folding each
+    event's frames writes, whatever the batches."""
+    session_id = await recorded_session(runtime)
+    async with runtime.record(session_id, prompt="unicode") as msg:
+        for piece in ("héllo ", "✓ ", "\u2028", '"quoted"\n', "😀"):
+            await msg.add_text_delta(piece)
+    events = await runtime.store.events_after(None)
+    folding, folded_shape = SessionFrames(session_id), shape_of(parts)
+    expected = "".join(sse(folded_shape.messages(folding.frames(e)), e) for e in events)
+    assert "event: part_delta" in expected
+    assert ("😀" if parts == "partwire" else "\\ud83d\\ude00") in expected  # seed's JSON is ASCII
+    for size in (1, 7, len(events)):
+        render = _render(SessionFrames(session_id), shape_of(parts))
+        batches = [events[n : n + size] for n in range(0, len(events), size)]
+        assert "".join(render(batch) for batch in batches) == expected

@@ -90,15 +90,26 @@ class FrameReducer:
             state.parts[frame.part_index] = frame.part
             state.grown.pop(frame.part_index, None)
 
+    def grow(self, message_id: str, index: int, text: str) -> None:
+        """Apply a text ``part_delta``: part ``index`` of the message grows by ``text``."""
+        message = self._state(message_id)
+        parts = message.parts
+        if not 0 <= index < len(parts):
+            raise FrameError(f"message {message_id} has no part {index}")
+        if not isinstance(parts[index], TextPart | ReasoningPart):
+            raise FrameError(f"part_delta does not fit part {index} ({parts[index].type})")
+        message.grown.setdefault(index, []).append(text)
+
     def _delta(self, frame: PartDelta) -> None:
+        if frame.delta is not None:
+            self.grow(frame.message_id, frame.part_index, frame.delta)
+            return
         message = self._state(frame.message_id)
         parts = message.parts
         if not 0 <= frame.part_index < len(parts):
             raise FrameError(f"message {frame.message_id} has no part {frame.part_index}")
         part = parts[frame.part_index]
-        if frame.delta is not None and isinstance(part, TextPart | ReasoningPart):
-            message.grown.setdefault(frame.part_index, []).append(frame.delta)
-        elif (
+        if (
             frame.args_delta is not None
             and isinstance(part, ToolPart)
             and isinstance(part.state, ToolStatePending)
@@ -276,8 +287,25 @@ class SessionFrames:
             return PartDelta(message_id=part.message_id, part_index=index, args_delta=grown)
         return PartUpdate(message_id=part.message_id, part_index=index, part=part)
 
+    def grown(self, props: PartDeltaProps) -> int | None:
+        """A streamed token's way without a frame object (one per token per stream): the
+        index of the part ``props`` grows, folded in as its ``part_delta`` frame would
+        be; None when it makes no frame. ``frames`` of the same event makes that frame."""
+        if props.session_id != self.session_id:
+            return None
+        index = self._delta_index(props)
+        if index is not None:
+            self.reducer.grow(props.message_id, index, props.delta)
+        return index
+
     def _delta(self, props: PartDeltaProps) -> list[Frame]:
-        index = self._index.get(props.message_id, {}).get(props.part_id)
-        if index is None or props.field != "text" or (props.message_id, index) in self._final:
+        index = self._delta_index(props)
+        if index is None:
             return []
         return [PartDelta(message_id=props.message_id, part_index=index, delta=props.delta)]
+
+    def _delta_index(self, props: PartDeltaProps) -> int | None:
+        index = self._index.get(props.message_id, {}).get(props.part_id)
+        if index is None or props.field != "text" or (props.message_id, index) in self._final:
+            return None
+        return index

@@ -133,6 +133,13 @@ class SeedFrames:
         )
         return [start, *self._arguments(message_id, message, index, part)]
 
+    def text_delta_index(self, message_id: str, index: int) -> int | None:
+        """The seed index a text ``part_delta`` of partwire part ``index`` goes to (None:
+        the seed shows no such part). A text delta changes nothing here: its seed frame
+        is ``("part_delta", {"messageId", "partIndex": <this>, "delta"})``."""
+        message = self._messages.get(message_id)
+        return None if message is None else message.indexes.get(index)
+
     def _delta(self, frame: PartDelta, message: _Message) -> list[SeedFrame]:
         at = message.indexes.get(frame.part_index)
         if at is None:

@@ -63,10 +63,15 @@ class PartDelta(WireModel):
         same text as the model's own serialization."""
         if self.delta is None or self.args_delta is not None:
             return super().wire_json()
-        return (
-            f'{{"type":"part_delta","messageId":{json_string(self.message_id)},'
-            f'"partIndex":{self.part_index},"delta":{json_string(self.delta)}}}'
-        )
+        return text_delta_json(self.message_id, self.part_index, self.delta)
+
+
+def text_delta_json(message_id: str, part_index: int, delta: str) -> str:
+    """A text ``part_delta`` frame's wire JSON (``PartDelta.wire_json``), with no frame made."""
+    return (
+        f'{{"type":"part_delta","messageId":{json_string(message_id)},'
+        f'"partIndex":{part_index},"delta":{json_string(delta)}}}'
+    )
 
 
 class PartUpdate(WireModel):

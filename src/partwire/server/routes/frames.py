@@ -25,7 +25,7 @@ from partwire.bus import Subscription
 from partwire.errors import BadRequestError
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
-from partwire.schema.event import Event
+from partwire.schema.event import Event, PartDeltaProps
 from partwire.server.authorize import ends_when_revoked
 from partwire.server.cursor import (
     STREAM_HEADERS,
@@ -52,13 +52,26 @@ class Shape(Protocol):
         """One SSE message (``event:`` and ``data:`` lines) per item the frames make."""
         ...
 
+    def text_delta(self, message_id: str, part_index: int, delta: str) -> str:
+        """``messages`` of one text ``part_delta`` frame, joined, with no frame made."""
+        ...
+
 
 class PartwireShape:
+    def __init__(self) -> None:
+        from partwire.schema.frames import text_delta_json
+
+        self.delta_json = text_delta_json
+
     def messages(self, frames: list[Frame]) -> list[str]:
         return [f"event: {frame.type}\ndata: {frame.wire_json()}\n\n" for frame in frames]
 
+    def text_delta(self, message_id: str, part_index: int, delta: str) -> str:
+        return f"event: part_delta\ndata: {self.delta_json(message_id, part_index, delta)}\n\n"
+
 
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode  # made once, not per frame
+_ascii_string = json.encoder.encode_basestring_ascii  # a string as _compact_json writes it
 
 
 class SeedShape:
@@ -72,6 +85,15 @@ class SeedShape:
             f"event: {name}\ndata: {_compact_json(data)}\n\n"
             for name, data in self.seed.fold(frames)
         ]
+
+    def text_delta(self, message_id: str, part_index: int, delta: str) -> str:
+        at = self.seed.text_delta_index(message_id, part_index)
+        if at is None:
+            return ""
+        return (
+            f'event: part_delta\ndata: {{"messageId":{_ascii_string(message_id)},'
+            f'"partIndex":{at},"delta":{_ascii_string(delta)}}}\n\n'
+        )
 
 
 def shape_of(parts: str | None) -> Shape:
@@ -154,8 +176,24 @@ def _opening(
 
 
 def _render(frames: SessionFrames, shape: Shape) -> Callable[[list[Event]], str]:
+    """Live events → SSE text. A streamed token (most events) takes the fold's text-delta
+    way: the same text, with no frame object made per token per stream."""
+
     def render(events: list[Event]) -> str:
-        return "".join(sse(shape.messages(frames.frames(e)), e) for e in events)
+        out: list[str] = []
+        for event in events:
+            props = event.properties
+            if isinstance(props, PartDeltaProps) and props.session_id == frames.session_id:
+                index = frames.grown(props)
+                text = (
+                    "" if index is None else shape.text_delta(props.message_id, index, props.delta)
+                )
+                if text:
+                    cursor = item_id(event, 0)
+                    out.append(f"id: {cursor}\n{text}" if cursor is not None else text)
+            else:
+                out.append(sse(shape.messages(frames.frames(event)), event))
+        return "".join(out)
 
     return render
 

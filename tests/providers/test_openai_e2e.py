@@ -13,7 +13,9 @@ import pytest
 import uvicorn
 
 from partwire.config import ProviderConfig, Settings
+from partwire.providers.stream import NOT_TAKEN, StreamEvent
 from partwire.server.runner import serve_in_background
+from partwire.session.processor import Processor
 from tests.providers.mock_openai import Drop, Failure, MockOpenAI, parallel_calls, text, tool_call
 from tests.reference import validate
 from tests.server.test_tools_e2e import PNG
@@ -88,6 +90,40 @@ async def test_text_reasoning_and_usage(http: httpx.AsyncClient, mock: MockOpenA
     assert sent["body"]["stream"] is True
     assert sent["body"]["messages"][-1] == {"role": "user", "content": "hi"}
     assert sent["body"]["tools"][0]["type"] == "function"
+
+
+async def test_paced_deltas_are_taken_in_the_read_that_brought_them(
+    http: httpx.AsyncClient, mock: MockOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paced model's deltas reach the processor in the connection's read (no task woken
+    per token); the starts, the tool call and the end come through the stream, in order."""
+    taken: list[str] = []
+    take_now = Processor._take_now
+
+    def counted(self: Processor, event: StreamEvent) -> object:
+        result = take_now(self, event)
+        if result is not NOT_TAKEN:
+            taken.append(event.delta)  # type: ignore[union-attr]
+        return result
+
+    monkeypatch.setattr(Processor, "_take_now", counted)
+    mock.delay_s = 0.01
+    words = [f"w{i} " for i in range(20)]
+    mock.script += [
+        text(*words, reasoning="thinking hard"),
+        tool_call("read", {"filePath": "README.md"}),
+        text("It is", " a sample."),
+    ]
+    _, first = await _prompt(http, "hi")
+    assert [p["type"] for p in first["parts"]] == [  # type: ignore[union-attr,index]
+        "step-start", "reasoning", "text", "step-finish",
+    ]  # fmt: skip
+    assert first["parts"][2]["text"] == "".join(words)  # type: ignore[index]
+    assert len(taken) >= 15 and set(taken) <= set(words)
+    sid, second = await _prompt(http, "what is in the readme?")
+    assert second["parts"][-2]["text"] == "It is a sample."  # type: ignore[index]
+    parts = [p for m in (await http.get(f"/session/{sid}/message")).json() for p in m["parts"]]
+    assert [p["state"]["status"] for p in parts if p["type"] == "tool"] == ["completed"]
 
 
 async def test_a_tool_call_runs_and_its_result_goes_back(

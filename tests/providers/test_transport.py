@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -12,8 +13,12 @@ import httpx2
 import pytest
 import uvloop
 
+from partwire.config import ProviderConfig
 from partwire.providers.library import classify
-from partwire.providers.transport import FastTransport, provider_http_client
+from partwire.providers.openai_chat import ChatClient, OpenAIChatModel
+from partwire.providers.stream import NOT_TAKEN, ModelRequest, StreamEvent, UserTurn
+from partwire.providers.transport import BODY_EXTENSION, FastTransport, provider_http_client
+from tests.providers.mock_openai import text as mock_text
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
@@ -278,3 +283,145 @@ def test_a_proxy_in_the_environment_leaves_the_sdk_its_own_transport(
     assert isinstance(provider_http_client(), httpx2.AsyncClient)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     assert provider_http_client() is None
+
+
+def test_bytes_that_arrive_while_the_reader_waits_go_to_its_consumer_in_that_read(
+    run: Any,
+) -> None:
+    """``take_directly``: a chunk that arrives while the reader waits is given to the
+    consumer at once, not buffered; when the consumer asks for the reader, its read
+    returns b"". Chunks keep coming for longer than the read timeout: each restarts it."""
+
+    async def main() -> None:
+        sent = [b"one", b"two", b"three", b"four"]
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await server.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for chunk in sent:
+                await asyncio.sleep(0.15)  # the reader waits for each
+                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            await reader.read()
+
+        given: list[bytes] = []
+
+        def direct(data: bytes) -> bool:
+            given.append(data)
+            return data == b"three"  # wake the reader for this one only
+
+        async with Server(handler) as server:
+            async with httpx2.AsyncClient(transport=FastTransport(), timeout=0.4) as http:
+                async with http.stream("POST", server.url, content=b"{}") as response:
+                    body = response.extensions[BODY_EXTENSION]
+                    body.take_directly(direct)
+                    assert await body.next_chunk() == b""  # woken at "three"
+                    assert given == [b"one", b"two", b"three"]
+                    body.take_directly(None)
+                    assert await body.next_chunk() == b"four"  # buffered as usual again
+                    assert await body.next_chunk() is None
+        assert given == [b"one", b"two", b"three"]
+
+    run(main())
+
+
+def test_a_chat_streams_consumer_takes_deltas_in_the_read_and_the_rest_keeps_its_order(
+    run: Any,
+) -> None:
+    """The chat model's events, some taken in the read (providers/stream.py's TakeNow):
+    what the consumer leaves comes through the stream in order, what it owes is awaited
+    before the next event, and what it raises is raised in the reader."""
+
+    async def main() -> None:
+        items = mock_text("a", "b", "c", "d", "e", "f")
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await server.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for item in items:
+                await asyncio.sleep(0.03)  # the reader waits for each
+                data = f"data: {json.dumps(item)}\n\n".encode()
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                await writer.drain()
+            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (14, b"data: [DONE]\n\n"))
+            await writer.drain()
+            await reader.read()
+
+        log: list[str] = []
+
+        async def owed() -> None:
+            log.append("owed")
+
+        def take_now(event: StreamEvent) -> object:
+            delta = getattr(event, "delta", None)
+            if event.type != "text-delta" or delta == "e":
+                return NOT_TAKEN  # e and all after it come through the stream
+            log.append(f"took {delta}")
+            if delta == "c":
+                raise RuntimeError("c broke")
+            return owed() if delta == "b" else None
+
+        async with Server(handler) as server:
+            config = ProviderConfig(id="mock", api="openai-compatible", base_url=server.url)
+            model = OpenAIChatModel(ChatClient(config), "m")
+            request = ModelRequest(system="", messages=(UserTurn(text="hi"),), tools=())
+            with pytest.raises(RuntimeError, match="c broke"):
+                async for event in model.stream_taking(request, take_now):
+                    log.append(event.type if event.type != "text-delta" else "delta")
+            await model.client.close()
+        # a is the text's first event (its start comes through); b is taken, and what it
+        # owes awaited before c's error is raised
+        assert log == [
+            "start", "start-step", "text-start", "delta", "took b", "owed", "took c",
+        ]  # fmt: skip
+
+    run(main())
+
+
+def test_chunks_that_arrive_after_the_consumer_left_events_come_after_them(run: Any) -> None:
+    """One read brings three chunks: the consumer leaves the first's events (a part's
+    start), the reader is woken, and the other two are buffered meanwhile: the reader
+    gets the left events first, then the buffered ones, then takes the next in its read."""
+
+    async def main() -> None:
+        items = mock_text("a", "b", "c", "d", "e")
+
+        def sse(item: dict[str, Any]) -> bytes:
+            data = f"data: {json.dumps(item)}\n\n".encode()
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await server.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"".join(sse(item) for item in items[:3]))  # one read: a, b, c
+            for item in items[3:]:
+                await writer.drain()
+                await asyncio.sleep(0.05)
+                writer.write(sse(item))
+            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (14, b"data: [DONE]\n\n"))
+            await writer.drain()
+            await reader.read()
+
+        seen: list[str] = []
+
+        def take_now(event: StreamEvent) -> object:
+            if event.type != "text-delta":
+                return NOT_TAKEN
+            seen.append(f"took {event.delta}")  # type: ignore[union-attr]
+            return None
+
+        async with Server(handler) as server:
+            config = ProviderConfig(id="mock", api="openai-compatible", base_url=server.url)
+            model = OpenAIChatModel(ChatClient(config), "m")
+            request = ModelRequest(system="", messages=(UserTurn(text="hi"),), tools=())
+            async for event in model.stream_taking(request, take_now):
+                if event.type in ("text-start", "text-delta"):
+                    seen.append(getattr(event, "delta", event.type))
+            await model.client.close()
+        assert seen == ["text-start", "a", "b", "c", "took d", "took e"]
+
+    run(main())

@@ -25,7 +25,7 @@ import base64
 import binascii
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 
@@ -35,6 +35,7 @@ from partwire.providers.catalog import cost, facts
 from partwire.providers.chat_chunks import ChunkDecoder, SseSplitter
 from partwire.providers.failures import httpx_errors, status_error, transport_error
 from partwire.providers.stream import (
+    NOT_TAKEN,
     AssistantTurn,
     FileRef,
     Finish,
@@ -44,6 +45,7 @@ from partwire.providers.stream import (
     StreamError,
     StreamEvent,
     StreamStart,
+    TakeNow,
     ToolResultTurn,
     ToolSpec,
     UserTurn,
@@ -244,7 +246,14 @@ class OpenAIChatModel:
     def cost(self, usage: Any) -> float:
         return cost(self.provider_id, self.model_id, self.config, usage)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return self.stream_taking(request, None)
+
+    async def stream_taking(
+        self, request: ModelRequest, take_now: TakeNow | None
+    ) -> AsyncIterator[StreamEvent]:
+        """``stream``, whose events ``take_now`` may take in the read that brought them
+        (providers/stream.py): what it takes is not yielded."""
         yield StreamStart()
         decoder = ChunkDecoder(REASONING_PROVIDER)
         body = chat_body(self.model_id, request)
@@ -258,10 +267,13 @@ class OpenAIChatModel:
             return
         try:
             yield StartStep()
-            chunks = _ChunkEvents(response, decoder)
-            while (events := await chunks.next()) is not None:
-                for event in events:
-                    yield event
+            chunks = _ChunkEvents(response, decoder, take_now)
+            try:
+                while (events := await chunks.next()) is not None:
+                    for event in events:
+                        yield event
+            finally:
+                chunks.close()
         except httpx_errors("TransportError") as exc:
             for event in decoder.finish():
                 yield event
@@ -280,29 +292,74 @@ class OpenAIChatModel:
 
 
 class _ChunkEvents:
-    """The stream events of a response's body, one read's worth at a time."""
+    """The stream events of a response's body, one read's worth at a time. With
+    ``take_now``, events that arrive while the reader waits go to it in the read that
+    brought them; what it leaves (an event it does not take and those after it, what to
+    await, an error) waits here for ``next``."""
 
-    def __init__(self, response: httpx2.Response, decoder: ChunkDecoder) -> None:
+    def __init__(
+        self, response: httpx2.Response, decoder: ChunkDecoder, take_now: TakeNow | None = None
+    ) -> None:
         self.decoder = decoder
         self.splitter = SseSplitter()
         body = response.extensions.get(BODY_EXTENSION)
+        if body is None or "content-encoding" in response.headers:
+            body, take_now = None, None
         self.read: Callable[[], Awaitable[bytes | None]] = (
-            body.next_chunk
-            if body is not None and "content-encoding" not in response.headers
-            else _next_of(response.aiter_bytes())
+            body.next_chunk if body is not None else _next_of(response.aiter_bytes())
         )
         self.ended = False
+        self.left: list[StreamEvent] = []
+        self.owed: Awaitable[None] | None = None
+        self.failure: Exception | None = None
+        self._body, self._take_now = body, take_now
+        if body is not None and take_now is not None:
+            body.take_directly(self._taken)
+
+    def close(self) -> None:
+        if self._body is not None:
+            self._body.take_directly(None)
+
+    def _taken(self, raw: bytes) -> bool:
+        """Bytes read while the reader waits: their events to ``take_now`` until it leaves
+        one. True when the reader must wake for what is left."""
+        assert self._take_now is not None
+        try:
+            events = self._events(self.splitter.feed(raw))
+            for n, event in enumerate(events):
+                if self.left or self.owed is not None:
+                    self.left += events[n:]
+                    break
+                taken = self._take_now(event)
+                if taken is NOT_TAKEN:
+                    self.left.append(event)
+                elif taken is not None:
+                    self.owed = cast(Awaitable[None], taken)
+        except Exception as exc:  # raised in the reader's task, as if it had read them
+            self.failure = exc
+        return bool(self.left or self.owed is not None or self.failure or self.ended)
 
     async def next(self) -> list[StreamEvent] | None:
         """The events of the next bytes read (maybe none); None once the body ended, or
-        a chunk was an error."""
-        if self.ended:
-            return None
-        raw = await self.read()
-        if raw is None:
-            self.ended = True
-            return self._events(self.splitter.close())
-        return self._events(self.splitter.feed(raw))
+        a chunk was an error. What ``take_now`` left comes first: it may have left it
+        while this read waited, before the bytes this read returns."""
+        read: list[StreamEvent] = []
+        if not (self.left or self.owed is not None or self.failure is not None):
+            if self.ended:
+                return None
+            raw = await self.read()
+            if raw is None:
+                self.ended = True
+                read = self._events(self.splitter.close())
+            else:
+                read = self._events(self.splitter.feed(raw))
+        if self.owed is not None:
+            owed, self.owed = self.owed, None
+            await owed
+        if self.failure is not None:
+            raise self.failure
+        events, self.left = self.left + read, []
+        return events
 
     def _events(self, data: list[bytes]) -> list[StreamEvent]:
         decoder = self.decoder

@@ -6,8 +6,9 @@ dataclasses: the text-delta path is hot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from partwire.schema.base import Tokens
 
@@ -162,6 +163,15 @@ StreamEvent = (
     | Finish
     | StreamError
 )
+
+# A consumer's way to take events in the read that brought them, with no task woken per
+# token (a model's stream offers it through ``stream_taking``): called from the
+# connection's read, it returns None (taken), an awaitable (taken: await it before the
+# next event), or NOT_TAKEN (this event and every later one come through the stream as
+# usual). It is only called while the stream's reader waits for bytes, so every event
+# before it was already handled.
+NOT_TAKEN: Final = object()
+TakeNow = Callable[[StreamEvent], object]  # None, an Awaitable[None], or NOT_TAKEN
 
 
 # ---- the request side -------------------------------------------------------------------

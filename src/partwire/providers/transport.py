@@ -64,6 +64,10 @@ class _Connection(asyncio.Protocol):
         self.held = memoryview(b"")  # read but not yet parsed (a burst), parsed a slice at a time
         self.waiter: asyncio.Future[None] | None = None
         self.wait_started = 0.0
+        # the reader's consumer, given the body's bytes in the read that brought them while
+        # the reader waits (True: wake the reader, whose next_chunk then returns b"")
+        self.direct: Callable[[bytes], bool] | None = None
+        self.nudged = False
         self.read_timeout: float | None = None
         self.watchdog: asyncio.TimerHandle | None = None
 
@@ -135,6 +139,15 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        waiter, direct = self.waiter, self.direct
+        waits = waiter is not None and not waiter.done() and not self.chunks and not self.held
+        if direct is not None and waits:
+            assert waiter is not None
+            self.wait_started = self.loop.time()  # the provider spoke: the read timeout restarts
+            if direct(body):
+                self.nudged = True
+                waiter.set_result(None)
+            return
         self.chunks.append(body)
         self.buffered += len(body)
         if self.buffered > _HIGH_WATER and not self.paused and self.transport is not None:
@@ -189,7 +202,8 @@ class _Connection(asyncio.Protocol):
             await self._wait()
 
     async def next_chunk(self) -> bytes | None:
-        """The body bytes received since the last call (None at the body's end)."""
+        """The body bytes received since the last call (None at the body's end; b"" when
+        ``direct`` took them and asked for the reader)."""
         chunks = self.chunks
         while not chunks:
             if self.held:
@@ -199,6 +213,9 @@ class _Connection(asyncio.Protocol):
                 return None
             if self.error is not None:
                 raise self.error
+            if self.nudged:  # the consumer took the bytes, and has something for the reader
+                self.nudged = False
+                return b""
             await self._wait()
         data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
         chunks.clear()
@@ -266,10 +283,17 @@ class _Body(httpx2.AsyncByteStream):
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self.chunks()
 
+    def take_directly(self, direct: Callable[[bytes], bool] | None) -> None:
+        """From now on (until None, or the body's end) bytes that arrive while the reader
+        waits go to ``direct`` in the read that brought them, not to a buffer and a
+        wake-up; when it returns True the reader wakes and ``next_chunk`` returns b""."""
+        self._connection.direct = direct
+
     async def aclose(self) -> None:
         if self._done:
             return
         self._done = True
+        self._connection.direct = None
         self._transport.release(self._connection)
 
 

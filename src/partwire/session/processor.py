@@ -6,14 +6,15 @@ calls of the one builder (builder.py) and hands the frames to the one writer
 retries with a visible status, mapping failures to named message errors, snapshots and
 patches around each step, token estimates for a step stopped early, and running tools.
 Text deltas take the hot path: ``builder.grow`` and ``writer.text_delta``, no frame
-object per delta.
+object per delta; from a model that offers it (``stream_taking``) they are taken in the
+read that brought them, with no task woken per token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from partwire import metrics
@@ -21,7 +22,7 @@ from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.clock import now_ms
 from partwire.errors import BuilderError, ProviderError, StorageError
 from partwire.providers.base import LanguageModel
-from partwire.providers.stream import ModelRequest
+from partwire.providers.stream import NOT_TAKEN, ModelRequest, StreamEvent
 from partwire.schema.base import Tokens
 from partwire.schema.message import (
     RESTART_INTERRUPTED,
@@ -55,6 +56,7 @@ RETRY_MAX_S = 30.0
 # the loop over every this many events lets commits be published and SSE written meanwhile
 # (else the first delta of a burst waits for hundreds behind it).
 YIELD_EVERY = 32
+_DELTAS = frozenset({"text-delta", "reasoning-delta"})
 
 
 class Processor:
@@ -82,6 +84,7 @@ class Processor:
         )
         self.writer = MessageWriter(store, self.builder, message)
         self.abort = asyncio.Event()
+        self._task: asyncio.Task[Any] | None = None  # the one running ``run``
         # what an aborted step is counted as when the model never reported its usage
         self._request_chars = 0
         self._unreported_chars = 0
@@ -126,6 +129,7 @@ class Processor:
     async def run(self, request: ModelRequest) -> AssistantMessage:
         """Consume the stream, retrying retryable failures; on cancellation, end as aborted."""
         self.store.clear_failure()
+        self._task = asyncio.current_task()
         self._request_chars = request_chars(request)
         try:
             await self._attempts(request)
@@ -151,7 +155,7 @@ class Processor:
         while True:
             try:
                 handled = 0
-                async for event in self.model.stream(request):
+                async for event in self._events(request):
                     handler = self._handlers.get(event.type)
                     if handler is not None and (waiting := handler(event)) is not None:
                         await waiting
@@ -172,6 +176,24 @@ class Processor:
                     raise
                 attempt += 1
                 await self._retry(attempt, exc)
+
+    def _events(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        taking = getattr(self.model, "stream_taking", None)
+        if taking is None:
+            return self.model.stream(request)
+        events: AsyncIterator[StreamEvent] = taking(request, self._take_now)
+        return events
+
+    def _take_now(self, event: StreamEvent) -> object:
+        """A text or reasoning delta, taken in the read that brought it (providers/stream.py's
+        TakeNow); anything else, or anything once the run is being stopped, comes through
+        the stream."""
+        if event.type not in _DELTAS or self.abort.is_set():
+            return NOT_TAKEN
+        task = self._task
+        if task is None or task.done() or task.cancelling():
+            return NOT_TAKEN
+        return self._delta(event)
 
     def _model_names(self) -> tuple[str, str]:
         return self.message.provider_id, self.message.model_id

@@ -226,9 +226,8 @@ async def test_two_servers_prompting_one_session_never_run_it_at_once(
             sid = (await http.post(f"{a}/session", json={})).json()["id"]
             # a prompt stored as context through the server that does not run the session,
             # while a run goes on: no server answers it (the run takes it as context)
-            streaming = asyncio.create_task(_first(a, "message.part.delta", sid))
-            idle = asyncio.create_task(_first(b, "session.idle", sid))
-            await asyncio.sleep(0.3)
+            streaming = await _listen(a, "message.part.delta", sid)
+            idle = await _listen(b, "session.idle", sid)
             first = {"parts": [{"type": "text", "text": "long 200"}]}
             assert (await http.post(f"{a}/session/{sid}/prompt_async", json=first)).is_success
             await asyncio.wait_for(streaming, 30)
@@ -265,12 +264,29 @@ async def test_two_servers_prompting_one_session_never_run_it_at_once(
         assert later["time"]["created"] >= earlier["time"]["completed"], (earlier, later)
 
 
-async def _first(url: str, kind: str, session_id: str) -> dict[str, object]:
+async def _listen(url: str, kind: str, session_id: str) -> asyncio.Task[dict[str, object]]:
+    """A task that returns the first ``kind`` event of the session on GET /event, once its
+    stream has started (the server subscribes it before it answers): nothing published
+    from then on is missed, however long a busy machine takes to connect it."""
+    started = asyncio.Event()
+    task = asyncio.create_task(_first(url, kind, session_id, started))
+    waiting = asyncio.create_task(started.wait())
+    await asyncio.wait([task, waiting], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    assert started.is_set() or task.done(), f"GET /event on {url} did not start"
+    return task
+
+
+async def _first(
+    url: str, kind: str, session_id: str, started: asyncio.Event | None = None
+) -> dict[str, object]:
     """The properties of the first ``kind`` event of the session on GET /event."""
     async with (
         httpx.AsyncClient(base_url=url, timeout=60) as http,
         http.stream("GET", "/event") as response,
     ):
+        if started is not None:
+            started.set()
         async for line in response.aiter_lines():
             if line.startswith("data:") and f'"{kind}"' in line:
                 event = json.loads(line[5:])
@@ -308,8 +324,7 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
         ids = {(tmp_path / name / "data" / "server-id").read_text().strip(): name for name in "ab"}
         async with httpx.AsyncClient(timeout=60) as http:
             sid = (await http.post(f"{servers['a']}/session", json={})).json()["id"]
-            asked = asyncio.create_task(_first(servers["a"], "question.asked", sid))
-            await asyncio.sleep(0.3)
+            asked = await _listen(servers["a"], "question.asked", sid)
             prompt = {"parts": [{"type": "text", "text": "question"}]}
             assert (
                 await http.post(f"{servers['a']}/session/{sid}/prompt_async", json=prompt)
@@ -322,8 +337,7 @@ async def test_answers_and_aborts_reach_the_server_that_runs_the_session(
                 assert [q["sessionID"] for q in listed] == [sid], url
                 status = (await http.get(f"{url}/session/status")).json()
                 assert status[sid]["type"] == "busy", (url, status)
-            idle = asyncio.create_task(_first(other, "session.idle", sid))
-            await asyncio.sleep(0.3)
+            idle = await _listen(other, "session.idle", sid)
             # past what a NOTIFY payload may carry: the command goes through a row
             answer = {"answers": [["Blue" + ", and more" * 900]]}
             replied = await http.post(f"{other}/question/{request['id']}/reply", json=answer)

@@ -183,7 +183,7 @@ def _render(frames: SessionFrames, shape: Shape) -> Callable[[list[Event]], str]
         out: list[str] = []
         for event in events:
             props = event.properties
-            if isinstance(props, PartDeltaProps) and props.session_id == frames.session_id:
+            if isinstance(props, PartDeltaProps):  # grown() skips another session's
                 index = frames.grown(props)
                 text = (
                     "" if index is None else shape.text_delta(props.message_id, index, props.delta)

@@ -209,9 +209,10 @@ class _Items:
     the start line (its role and message id). A bad line is an item too: the last."""
 
     def __init__(self) -> None:
-        from partwire.protocol.converters.frames import FramesConverter
+        from partwire.protocol.converters.frames import FRAME_TYPES, FramesConverter
 
         self.frames = FramesConverter()
+        self.frame_types = FRAME_TYPES  # imported once, not per line
         self.first = True
 
     def of(self, lines: list[tuple[int, bytes]]) -> list[Item]:
@@ -225,9 +226,6 @@ class _Items:
         return items
 
     def _add(self, items: list[Item], number: int, line: bytes) -> None:
-        from partwire.protocol.converters.frames import FRAME_TYPES
-        from partwire.schema.ingest import IngestStart
-
         if not line.strip():
             return
         value = _json_object(number, line)
@@ -235,9 +233,11 @@ class _Items:
         kind = value.get("type")
         if kind in PLAIN_DELTAS and len(value) == 2 and type(value.get("delta")) is str:
             items.append((number, (PLAIN_DELTAS[kind], value["delta"])))
-        elif kind not in FRAME_TYPES:
+        elif kind not in self.frame_types:
             items.append((number, _validated(number, value)))
         else:
+            from partwire.schema.ingest import IngestStart
+
             if first and kind == "message_start":
                 role, message_id = value.get("role"), value.get("messageId")
                 start = {"type": "start", "role": role, "messageID": message_id}

@@ -1,9 +1,10 @@
 """The partwire server, instrumented for bench/stream.py (run as a separate process).
 
-It is the real app with additions that exist only here: the builder records when each
-delta of the model's stream reaches it (wall clock, comparable across processes on one
-machine; a plain function around ``grow``, the processor's one call per delta, so that the
-instrument costs the measured server as little as it can), a task measures the event
+It is the real app with additions that exist only here: with ``--time-grows`` the builder
+records when each delta of the model's stream reaches it (wall clock, comparable across
+processes on one machine; a plain function around ``grow``, the processor's one call per
+delta; bench/stream.py's clock, whose demo model runs in the server; the other benches time
+a delta from their mock model's write and run the server without it), a task measures the event
 loop's lag (how late a 1 ms timer fires; started by the first ``?reset_lag=true``), and
 GET /bench/stats reports those times, the lag since the last ``?reset_lag=true``, the
 SQLite writer thread's write-syscall byte count, each thread's CPU and the process's peak
@@ -94,8 +95,10 @@ def build(
     delay_ms: float = 0,
     database_url: str | None = None,
     redis_url: str | None = None,
+    time_grows: bool = False,
 ) -> FastAPI:
-    StreamingMessageBuilder.grow = _timed_grow  # type: ignore[method-assign]
+    if time_grows:
+        StreamingMessageBuilder.grow = _timed_grow  # type: ignore[method-assign]
     env = {"PARTWIRE_DEMO_DELAY_MS": str(delay_ms)}
     if database_url:
         env["PARTWIRE_DATABASE_URL"] = database_url
@@ -150,8 +153,13 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=0, help="demo model pacing")
     parser.add_argument("--database-url", help="a Postgres database (bench/scale.py)")
     parser.add_argument("--redis-url", help="events between servers through Redis")
+    parser.add_argument(
+        "--time-grows", action="store_true", help="record each delta's arrival (bench/stream.py)"
+    )
     args = parser.parse_args()
-    app = build(args.data, args.project, args.delay_ms, args.database_url, args.redis_url)
+    app = build(
+        args.data, args.project, args.delay_ms, args.database_url, args.redis_url, args.time_grows
+    )
     try:
         import uvloop
     except ImportError:

@@ -2,7 +2,7 @@
 
     python bench/capacity.py [--rate 100] [--tokens 500] [--limit-ms 50] [--spread-s 1]
                              [--stagger-ms MS] [--watch event|session] [--via loop|ingest]
-                             [--cpu-quota 1] [--loop-lag] [--max-sessions N]
+                             [--cpu-quota 1] [--loop-lag] [--max-sessions N] [--refine 3]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
@@ -19,13 +19,16 @@ message into POST /session/{id}/ingest at the same pace (no model process), and 
 delta's latency runs from this client writing its line.
 
 K grows (the steps below, then by a quarter each time) until the p99 latency passes
-``--limit-ms``, and the last lines say what limited it: the server's CPU (busy for all
-the CPU it may use), or the machine (the mock model and this client, which share it with
-the server, left it no idle CPU), or neither. ``--cpu-quota C`` holds the server to C
-CPUs (a cgroup quota, as bench/scale.py does; needs root), so that the model and the
-client have the rest: the figure is then sessions per server core. ``--loop-lag`` also
-reports the p99 of how late a 1 ms timer fires on the server's event loop (the probe
-costs CPU of its own: leave it off for the CPU figures).
+``--limit-ms``; then ``--refine`` more steps halve the gap between the last K under the
+bound and the first over it (a bound between 200 and 250 is found to within about 6
+sessions, not reported as 200). The last lines say what limited the first K over it:
+the server's CPU (busy for all the CPU it may use), or the machine (the mock model and
+this client, which share it with the server, left it no idle CPU), or neither.
+``--cpu-quota C`` holds the server to C CPUs (a cgroup quota, as bench/scale.py does;
+needs root), so that the model and the client have the rest: the figure is then
+sessions per server core. ``--loop-lag`` also reports the p99 of how late a 1 ms timer
+fires on the server's event loop (the probe costs CPU of its own: leave it off for the
+CPU figures).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from _ingest_feeder import IngestFeeder  # noqa: E402
 from stream import _free_port, _wait_ready, aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
+REFINE = 3  # halvings between the last K under the bound and the first over it
 TICKS = os.sysconf("SC_CLK_TCK")
 BUSY = 0.9  # a CPU busy this share of the step's time is the limit
 MOST_SESSIONS = 5000
@@ -69,6 +73,36 @@ def steps(most: int = MOST_SESSIONS) -> Iterator[int]:
         yield k
     while (k := int(k * 1.25)) <= most:
         yield k
+
+
+async def search(
+    measure: Callable[[int], Awaitable[Step]],
+    limit_ms: float,
+    most: int,
+    refine: int = REFINE,
+    least: int = 1,
+) -> list[Step]:
+    """Every step measured, in order: K from ``steps(most)`` (``least`` on) until a step's
+    p99 passes ``limit_ms``, then up to ``refine`` steps halving the gap between the last K
+    under it and the first over it."""
+    measured: list[Step] = []
+    under, over = 0, 0
+    for sessions in (k for k in steps(most) if k >= least):
+        measured.append(await measure(sessions))
+        if measured[-1].p99_ms > limit_ms:
+            over = sessions
+            break
+        under = sessions
+    for _ in range(refine):
+        middle = (under + over) // 2
+        if not under or not over or middle in (under, over):
+            break
+        measured.append(await measure(middle))
+        if measured[-1].p99_ms > limit_ms:
+            over = middle
+        else:
+            under = middle
+    return measured
 
 
 @dataclass
@@ -483,6 +517,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--loop-lag", action="store_true", help="also the p99 of the event loop's lag"
     )
+    parser.add_argument(
+        "--refine",
+        type=int,
+        default=REFINE,
+        help="steps that narrow the bound once it is passed (0: none)",
+    )
     args = parser.parse_args()
     if args.cpu_quota is not None:
         try:
@@ -494,31 +534,27 @@ def _arguments() -> argparse.Namespace:
 
 async def main() -> None:
     args = _arguments()
-    measured: list[Step] = []
-    passed: Step | None = None
     async with paced_model_process(args.tokens, args.rate) as mock:
-        for sessions in steps(args.max_sessions):
+
+        async def measure(sessions: int) -> Step:
             feeder = IngestFeeder(args.tokens, args.rate) if args.via == "ingest" else None
-            measured.append(
-                await step(
-                    sessions,
-                    args.tokens,
-                    Mock(mock.port, 0) if feeder else mock,
-                    _stagger_s(args, sessions),
-                    args.watch,
-                    feeder=feeder,
-                    rate=args.rate,
-                    cpu_quota=args.cpu_quota,
-                    loop_lag=args.loop_lag,
-                )
+            return await step(
+                sessions,
+                args.tokens,
+                Mock(mock.port, 0) if feeder else mock,
+                _stagger_s(args, sessions),
+                args.watch,
+                feeder=feeder,
+                rate=args.rate,
+                cpu_quota=args.cpu_quota,
+                loop_lag=args.loop_lag,
             )
-            if measured[-1].p99_ms > args.limit_ms:
-                passed = measured[-1]
-                break
-    _report(args, measured, passed)
+
+        measured = await search(measure, args.limit_ms, args.max_sessions, args.refine)
+    _report(args, sorted(measured, key=lambda s: s.sessions))
 
 
-def _report(args: argparse.Namespace, measured: list[Step], passed: Step | None) -> None:
+def _report(args: argparse.Namespace, measured: list[Step]) -> None:
     print(
         f"partwire capacity — {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
@@ -540,6 +576,7 @@ def _report(args: argparse.Namespace, measured: list[Step], passed: Step | None)
         f"({cpu:.0f} ms CPU per 1k deltas there)"
         + (f", {best / args.cpu_quota:.0f} sessions per server core" if args.cpu_quota else "")
     )
+    passed = next((s for s in measured if s.p99_ms > args.limit_ms), None)
     if passed is not None:
         print(f"at {passed.sessions} sessions p99 was {passed.p99_ms:.1f} ms; the limit: "
               + limit(passed, args.cpu_quota))  # fmt: skip

@@ -14,7 +14,8 @@ for whichever server, to this client reading it) includes the trip through Postg
 Redis with ``--fanout redis`` (a throwaway redis-server). The table shows p50/p99 and
 the servers' CPU per 1k deltas. With ``--capacity`` it instead grows the number of
 sessions for each number of servers (capacity.py's steps) until p99 passes
-``--limit-ms``, and prints the largest number each carried and their ratio. Needs
+``--limit-ms`` (then narrows the bound, as capacity.py's ``--refine`` does), and prints
+the largest number each carried and their ratio. Needs
 Postgres and, for Redis, redis-server installed (``make test`` installs both).
 
 With ``--watch session`` there is no global client: each session is watched by a client
@@ -43,12 +44,13 @@ from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
 from capacity import (  # noqa: E402
+    REFINE,
     Step,
     _cpu_s,
     follow,
     model_sent,
+    search,
     serving,
-    steps,
     watch_sessions,
 )
 from stream import _free_port, aligned  # noqa: E402
@@ -128,16 +130,18 @@ def row(fanout: str, instances: int, step: Step) -> list[str]:
 async def largest(
     instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
     limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None, watch: str,
+    refine: int,
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
-    best = 0
-    for sessions in (k for k in steps(most) if instances <= k):
-        step = await run(instances, sessions, model_port, pg, redis, cpu_quota, watch)
-        rows.append(row("redis" if redis else "notify", instances, step))
-        if step.p99_ms > limit_ms:
-            break
-        best = sessions
-    return best
+
+    async def measure(sessions: int) -> Step:
+        return await run(instances, sessions, model_port, pg, redis, cpu_quota, watch)
+
+    measured = sorted(
+        await search(measure, limit_ms, most, refine, least=instances), key=lambda s: s.sessions
+    )
+    rows += [row("redis" if redis else "notify", instances, step) for step in measured]
+    return max((s.sessions for s in measured if s.p99_ms <= limit_ms), default=0)
 
 
 async def main() -> None:
@@ -153,6 +157,12 @@ async def main() -> None:
     parser.add_argument("--limit-ms", type=float, default=50, help="the p99 bound (--capacity)")
     parser.add_argument(
         "--max-sessions", type=int, default=200, help="--capacity stops after this K"
+    )
+    parser.add_argument(
+        "--refine",
+        type=int,
+        default=REFINE,
+        help="--capacity: steps that narrow each bound once it is passed (0: none)",
     )
     parser.add_argument(
         "--cpu-quota",
@@ -207,6 +217,7 @@ async def main() -> None:
                         rows,
                         args.cpu_quota,
                         args.watch,
+                        args.refine,
                     )
                     for n in args.instances
                 }

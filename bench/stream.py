@@ -143,6 +143,7 @@ async def measure(
             str(project or empty),
             "--delay-ms",
             str(delay_ms),
+            "--time-grows",
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         )

@@ -7,6 +7,7 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
+_UNDER_230 = [1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200]
 
 
 async def run_bench(script: str, *args: str, limit_s: float = 120) -> str:
@@ -73,6 +75,54 @@ async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
     assert float(rows[1][4]) > 0
     assert lines[-2].startswith("largest K with p99 <= 50 ms: ")
     assert lines[-1] == "the bound was not passed up to --max-sessions 5"
+
+
+def _bench_module(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("refine", "least", "expected"),
+    [
+        (3, 1, [*_UNDER_230, 250, 225, 237, 231]),  # 225 under, 237 and 231 over
+        (0, 1, [*_UNDER_230, 250]),
+        (3, 5, [*_UNDER_230[1:], 250, 225, 237, 231]),
+    ],
+)
+async def test_capacity_search_narrows_the_bound_once_it_is_passed(
+    refine: int, least: int, expected: list[int]
+) -> None:
+    """A server whose p99 in ms equals its sessions, bound 230: the steps up to 250 (the
+    first over it), then halvings between 200 and 250."""
+    capacity = _bench_module("capacity")
+    tried: list[int] = []
+
+    async def measure(sessions: int) -> Any:
+        tried.append(sessions)
+        return capacity.Step(sessions, sessions, sessions / 2, float(sessions), 1.0)
+
+    measured = await capacity.search(measure, 230, 5000, refine, least=least)
+    assert tried == expected == [step.sessions for step in measured]
+
+
+async def test_capacity_search_stops_where_the_steps_stop_and_when_the_first_fails() -> None:
+    capacity = _bench_module("capacity")
+
+    def measuring(p99_ms: float) -> Any:
+        async def measure(sessions: int) -> Any:
+            return capacity.Step(sessions, sessions, 1.0, p99_ms, 1.0)
+
+        return measure
+
+    under = await capacity.search(measuring(1.0), 50, 20)
+    assert [step.sessions for step in under] == [1, 5, 10, 20]
+    over = await capacity.search(measuring(99.0), 50, 20)  # nothing under it to narrow to
+    assert [step.sessions for step in over] == [1]
 
 
 async def test_capacity_bench_says_what_limited_it() -> None:

@@ -1,6 +1,6 @@
 """The floor under partwire's CPU per paced token: the same work, with nothing else.
 
-    python bench/floor.py [--deltas 2000] [--delay-ms 1,5,10] [--no-partwire]
+    python bench/floor.py [--deltas 2000] [--delay-ms 1,5,10] [--no-partwire] [--rounds 1]
 
 Three processes on loopback. A model process writes one SSE chunk every ``--delay-ms``.
 A relay process (uvloop, an asyncio protocol, as the server runs) takes each chunk,
@@ -21,7 +21,9 @@ streaming the same number of tokens at the same pace from a mock model
 over the floor of its own design (``writer follows``).
 
 The table shows CPU (user + system, every thread) per 1k deltas of the relay process, or
-of partwire's server, for each pace. On a virtual machine the figure grows with the pause
+of partwire's server, for each pace; with ``--rounds N``, the median of N rounds, each
+running every row at one pace before the next (the ratio row: the median of each round's
+own ratio, and each round's). On a virtual machine the figure grows with the pause
 between tokens, for the bare relay as much as for partwire: each token wakes an idle CPU
 whose caches the pause has cooled, and that wake-up, not the work, is most of the cost.
 """
@@ -35,6 +37,7 @@ import os
 import queue
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,6 +199,9 @@ def main() -> None:
         "--delay-ms", type=_delays, default=[1.0, 5.0, 10.0], help="paces, comma-separated"
     )
     parser.add_argument("--no-partwire", action="store_true", help="the floor only")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs of every row; the table shows medians"
+    )
     parser.add_argument("--role", choices=("bench", "model", "client", "relay"), default="bench")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--variant", choices=VARIANTS, default="relay")
@@ -215,20 +221,47 @@ def main() -> None:
         f"the floor under CPU per paced delta — {os.cpu_count()} cores, "
         f"Python {sys.version.split()[0]}, {args.deltas} deltas a run; "
         "CPU ms per 1k deltas (every thread of the relay, or of partwire's server)"
+        + (f"; medians of {args.rounds} rounds" if args.rounds > 1 else "")
     )
-    figures = {v: [_floor(v, args.deltas, d) for d in args.delay_ms] for v in VARIANTS}
-    ratios: list[str] = []
-    if not args.no_partwire:
-        figures["partwire"] = [asyncio.run(_partwire(args.deltas, d)) for d in args.delay_ms]
-        pairs = zip(figures["partwire"], figures["writer follows"], strict=True)
-        ratios = [f"{mine / max(floor, 1):.1f}x" for mine, floor in pairs]
+    rounds = [_round(args.deltas, args.delay_ms, not args.no_partwire) for _ in range(args.rounds)]
+    paces = range(len(args.delay_ms))
     rows = [
         ("variant", *(f"{delay:g} ms apart" for delay in args.delay_ms)),
-        *((name, *(f"{x:.0f}" for x in xs)) for name, xs in figures.items()),
+        *(
+            (name, *(f"{statistics.median(r[name][n] for r in rounds):.0f}" for n in paces))
+            for name in rounds[0]
+        ),
     ]
-    if ratios:
-        rows.append(("partwire / writer follows", *ratios))
+    if not args.no_partwire:
+        rows.append(("partwire / writer follows", *_ratios(rounds, len(args.delay_ms))))
     print(aligned(rows))
+
+
+def _round(deltas: int, delays: list[float], partwire: bool) -> dict[str, list[float]]:
+    """Each variant, then partwire, at one pace before the next: the figures a ratio
+    compares are taken minutes apart at most."""
+    figures: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    if partwire:
+        figures["partwire"] = []
+    for delay in delays:
+        for variant in VARIANTS:
+            figures[variant].append(_floor(variant, deltas, delay))
+        if partwire:
+            figures["partwire"].append(asyncio.run(_partwire(deltas, delay)))
+    return figures
+
+
+def _ratios(rounds: list[dict[str, list[float]]], paces: int) -> list[str]:
+    """partwire over "writer follows" at each pace: the median of each round's own ratio
+    (and, over several rounds, each round's)."""
+    cells = []
+    for n in range(paces):
+        each = [r["partwire"][n] / max(r["writer follows"][n], 1) for r in rounds]
+        shown = f"{statistics.median(each):.1f}x"
+        if len(each) > 1:
+            shown += " (" + ", ".join(f"{x:.1f}" for x in each) + ")"
+        cells.append(shown)
+    return cells
 
 
 if __name__ == "__main__":

@@ -296,6 +296,18 @@ async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
     assert len(ratio) == 2 and all(cell.endswith("x") and float(cell[:-1]) > 0 for cell in ratio)
 
 
+async def test_floor_bench_shows_medians_and_each_rounds_ratio() -> None:
+    out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "2", "--rounds", "2")
+    lines = out.splitlines()
+    assert lines[0].endswith("medians of 2 rounds")
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
+    assert [row[0] for row in rows][-2:] == ["partwire", "partwire / writer follows"]
+    ratio = re.fullmatch(r"([\d.]+)x \(([\d.]+), ([\d.]+)\)", rows[-1][1])
+    assert ratio is not None, rows[-1]
+    median, first, second = (float(x) for x in ratio.groups())
+    assert abs(median - (first + second) / 2) <= 0.1  # each shown to a tenth
+
+
 async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bench" / "floor.py"), "--delay-ms", "5,soon",

@@ -17,6 +17,7 @@ from partwire.storage.writer import (
     COMMIT_SPACING_S,
     LOADED_DELTAS,
     LOADED_SPACING_S,
+    SHARED_SPACING_S,
     Writer,
 )
 from partwire.storage.writes import DeltaAppend, Write, WriteContext
@@ -219,21 +220,27 @@ async def test_the_loop_never_waits_for_a_write_lock_held_elsewhere(tmp_path: Pa
     await asyncio.to_thread(writer.stop)
 
 
+@pytest.mark.parametrize(
+    "spacings", [None, SHARED_SPACING_S], ids=["the default", "a shared log's, given"]
+)
 async def test_the_spacing_widens_while_commits_carry_many_deltas_and_narrows_after(
-    tmp_path: Path,
+    tmp_path: Path, spacings: tuple[float, float] | None
 ) -> None:
     """A commit of LOADED_DELTAS deltas or more (a busy server) widens the spacing between
-    commits of deltas to LOADED_SPACING_S; a small one brings it back."""
+    commits of deltas (to LOADED_SPACING_S, or the writer's second spacing); a small one
+    brings it back."""
     log = _Log()
-    writer = await _started(tmp_path / "log.sqlite", log)
-    assert writer.spacing_s == COMMIT_SPACING_S
+    writer = await _started(tmp_path / "log.sqlite", log, spacing_s=spacings)
+    narrow, wide = spacings or (COMMIT_SPACING_S, LOADED_SPACING_S)
+    assert writer.spacing_s == narrow
     for n in range(LOADED_DELTAS):  # one loop iteration: one hand-over, one commit
         writer.submit(_delta(n))
     await log.until(LOADED_DELTAS)
-    assert writer.spacing_s == LOADED_SPACING_S > COMMIT_SPACING_S
+    assert writer.spacing_s == wide > narrow
+    await asyncio.sleep(wide)
     writer.submit(_delta(99))
     await log.until(LOADED_DELTAS + 1)
-    assert writer.spacing_s == COMMIT_SPACING_S
+    assert writer.spacing_s == narrow
     writer.hand_over()
     await asyncio.to_thread(writer.stop)
 
@@ -244,7 +251,7 @@ class _SharedLog:
     def begin(self, conn: sqlite3.Connection) -> int:
         return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
 
-    def end(self, conn: sqlite3.Connection) -> None:
+    def end(self, conn: sqlite3.Connection, events: list[Event], last_seq: int) -> None:
         return None
 
     def committed(self, events: list[Event]) -> None:

@@ -1,6 +1,13 @@
 """Servers sharing a Postgres database learn of each other's commits by NOTIFY: each
-commit notifies ``partwire_log`` and each server's tail thread reads the new rows. Commands
-between servers go on ``partwire_commands``. (With Redis: ``storage/redis_log.py``.)"""
+commit notifies ``partwire_log`` with its rows (when they fit; a notification is delivered
+to every listener at commit, in commit order), and each server's tail thread hands them on.
+A tail reads the table instead when a notification comes without rows (too large), when
+its rows do not follow the last it handed on, and once a second without any notification.
+Commands between servers go on ``partwire_commands``. (With Redis: ``storage/redis_log.py``.)
+
+Without the rows, every commit cost each server's tail a query (two: the rows, then the
+empty page that ends them), so Postgres' work grew with servers times commits.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from partwire.schema.event import Event
 from partwire.storage.pg_connection import PgConnection, connect
 
 log = logging.getLogger(__name__)
@@ -17,6 +25,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "partwire_log"  # NOTIFY'd by every commit; each server's tail LISTENs
 COMMANDS = "partwire_commands"  # a server asks the one that holds a run or an ask
 TAIL_PAGE = 2_000
+NOTIFY_PAYLOAD_BYTES = 7_000  # Postgres refuses a NOTIFY payload of 8,000 bytes or more
 TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
 
 Row = tuple[int, str, str]  # seq, type, payload: an event_log row
@@ -30,10 +39,35 @@ def hand_rows_after(conn: PgConnection, after: int, hand: Callable[[list[Row]], 
             "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
             (after, TAIL_PAGE),
         ).fetchall()
-        if not rows:
+        if rows:
+            after = rows[-1][0]
+            hand([(row[0], row[1], row[2]) for row in rows])
+        if len(rows) < TAIL_PAGE:
             return after
-        after = rows[-1][0]
-        hand([(row[0], row[1], row[2]) for row in rows])
+
+
+def notice_of(events: list[Event], last_seq: int) -> str:
+    """One commit's log rows (its ``events``, numbered up to ``last_seq``) as a NOTIFY
+    payload: a line a row, ``seq type properties`` (JSON has no raw line break); empty when
+    they do not fit, or there are none."""
+    first = last_seq - len(events) + 1
+    notice = "\n".join(
+        f"{first + n} {event.type} {event.properties_json}" for n, event in enumerate(events)
+    )
+    fits = len(notice) * 4 < NOTIFY_PAYLOAD_BYTES or len(notice.encode()) < NOTIFY_PAYLOAD_BYTES
+    return notice if fits else ""
+
+
+def rows_of(notice: str) -> list[Row]:
+    """The rows a NOTIFY payload holds (``notice_of``); none when it holds none, or
+    something else (a bare NOTIFY, another version's): the table is read instead."""
+    rows: list[Row] = []
+    for line in notice.split("\n") if notice else ():
+        fields = line.split(" ", 2)
+        if len(fields) != 3 or not fields[0].isdigit() or not all(fields):
+            return []
+        rows.append((int(fields[0]), fields[1], fields[2]))
+    return rows
 
 
 class LogFollower:
@@ -103,13 +137,29 @@ class NotifyTail(LogFollower):
         try:
             conn.execute(f"LISTEN {CHANNEL}")
             conn.execute(f"LISTEN {COMMANDS}")
+            self._drain(conn)  # what was committed before this connection listened
             while not self._stopping:
-                self._drain(conn)
-                for notice in conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1):
+                notices = list(conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1))
+                if not notices:
+                    self._drain(conn)  # a quiet second: look anyway
+                for notice in notices:
                     if notice.channel == COMMANDS:
                         self._command(notice.payload)
+                    elif not self._take(rows_of(notice.payload)):
+                        self._drain(conn)
         finally:
             conn.close()
+
+    def _take(self, rows: list[Row]) -> bool:
+        """Hand on a notification's rows; False when they do not follow the last handed on
+        (none came with it, or some commit's rows are missing between)."""
+        fresh = [row for row in rows if row[0] > self.after]
+        if not rows or (fresh and fresh[0][0] != self.after + 1):
+            return False
+        if fresh:
+            self._hand(fresh)
+            self.after = fresh[-1][0]
+        return True
 
     def _drain(self, conn: PgConnection) -> None:
         self.after = hand_rows_after(conn, self.after, self._hand)

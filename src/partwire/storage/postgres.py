@@ -31,11 +31,17 @@ from partwire.storage.connection import Conn
 from partwire.storage.migrations import LATEST_VERSION, LIFECYCLE, migrate
 from partwire.storage.pg_connection import PgConnection, connect, redacted
 from partwire.storage.pg_leases import others_live_leases
-from partwire.storage.pg_notify import CHANNEL, COMMANDS, NotifyTail
+from partwire.storage.pg_notify import (
+    CHANNEL,
+    COMMANDS,
+    NOTIFY_PAYLOAD_BYTES,
+    NotifyTail,
+    notice_of,
+)
 from partwire.storage.recovery import open_lifecycle, recover_into
 from partwire.storage.redis_log import Appender, Keys, Reader
 from partwire.storage.sqlite import SqliteStore
-from partwire.storage.writer import Writer
+from partwire.storage.writer import SHARED_SPACING_S, Writer
 from partwire.storage.writes import IdTakenError, Write, WriteContext
 
 if TYPE_CHECKING:
@@ -47,7 +53,6 @@ log = logging.getLogger(__name__)
 # appends to the log at a time, so the log's order is the order of commits ("pw", then 2).
 APPEND_LOCK = 0x707702
 SETUP_LOCK = 0x707703  # one server migrates at a time
-NOTIFY_PAYLOAD_BYTES = 7_000  # Postgres refuses a NOTIFY payload of 8,000 bytes or more
 COMMAND_ROW = "commandRow"  # a NOTIFY that names the server_command row holding a command
 COMMAND_ROW_MS = 10 * 60 * 1000  # how long such a row is kept
 
@@ -96,7 +101,10 @@ class PostgresStore(SqliteStore):
 
     def _new_writer(self) -> Writer:
         return Writer(
-            lambda: connect(self.url), self._storage_error, sequencer=_SharedLog(self._appender)
+            lambda: connect(self.url),
+            self._storage_error,
+            sequencer=_SharedLog(self._appender),
+            spacing_s=SHARED_SPACING_S,
         )
 
     def _connect_reader(self) -> Conn:
@@ -145,7 +153,7 @@ class PostgresStore(SqliteStore):
         with conn:
             ctx = WriteContext(conn, epoch, log_order.begin(conn))
             recover_into(ctx, skip=frozenset(others_live_leases(conn, self.server_id)))
-            log_order.end(conn)
+            log_order.end(conn, ctx.events, ctx.last_seq)
         if ctx.events:
             log_order.committed(ctx.events)
         asks, working = open_lifecycle(conn)  # what is left open is other servers'
@@ -328,9 +336,12 @@ class _SharedLog:
         conn.execute("SELECT pg_advisory_xact_lock(?)", (APPEND_LOCK,))
         return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
 
-    def end(self, conn: Conn) -> None:
-        if self._appender is None:
-            conn.execute(f"NOTIFY {CHANNEL}")  # delivered at commit, in commit order
+    def end(self, conn: Conn, events: list[Event], last_seq: int) -> None:
+        """Tell the other servers' tails (at commit, in commit order): the rows themselves
+        when they fit in a notification, so that no tail reads them back. A commit that
+        logged nothing tells nobody."""
+        if self._appender is None and events:
+            conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, notice_of(events, last_seq)))
 
     def committed(self, events: list[Event]) -> None:
         if self._appender is not None:

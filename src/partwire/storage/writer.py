@@ -49,6 +49,10 @@ COMMIT_SPACING_S = 0.002
 # once commits are small. Only a busy server's deltas wait the few ms more.
 LOADED_SPACING_S = 0.005
 LOADED_DELTAS = 16
+# Where servers share a log (Postgres), a commit is a handful of round trips to the
+# database under the log's lock, and every server's tail is told of it: about 50 times a
+# SQLite commit's CPU, spread over the server and Postgres. Deltas are spaced wider there.
+SHARED_SPACING_S = (0.005, 0.010)
 _EMPTY = object()
 
 
@@ -64,7 +68,7 @@ class Sequencer(Protocol):
     ``committed`` is told the events once they are durable (on the writer's thread)."""
 
     def begin(self, conn: Conn) -> int: ...
-    def end(self, conn: Conn) -> None: ...
+    def end(self, conn: Conn, events: list[Event], last_seq: int) -> None: ...
     def committed(self, events: list[Event]) -> None: ...
 
 
@@ -78,7 +82,10 @@ class Writer:
         checkpoints: Callable[[], Conn] | None = None,
         sequencer: Sequencer | None = None,
         inline: bool = False,
+        spacing_s: tuple[float, float] | None = None,
     ) -> None:
+        """``spacing_s``: between commits of deltas, and under load (COMMIT_SPACING_S and
+        LOADED_SPACING_S unless given)."""
         self._connect = connect
         self._inline = inline and sequencer is None  # a shared log's lock may wait: never
         self._conn: Conn | None = None  # the thread's connection, once it is open
@@ -104,7 +111,8 @@ class Writer:
         self.cpu = CpuFollower()  # the thread stays on the loop's CPU (storage/cpu.py)
         self._pages_since_checkpoint = 0
         self._last_delta_commit = 0.0
-        self.spacing_s = COMMIT_SPACING_S  # between commits of deltas, by the load
+        self._spacings = spacing_s or (COMMIT_SPACING_S, LOADED_SPACING_S)
+        self.spacing_s = self._spacings[0]  # between commits of deltas, by the load
         self.epoch = 0
         self.last_seq = 0
         self.batches = 0
@@ -286,13 +294,14 @@ class Writer:
 
     def _apply(self, conn: Conn, ctx: WriteContext, writes: list[Write]) -> None:
         """The writes in the open transaction, their log rows last."""
+        first = len(ctx.events)  # this transaction's events (one by one: several)
         if self._sequencer is not None:
             ctx.last_seq = self._sequencer.begin(conn)
         for write in writes:
             write.apply(ctx)
         ctx.insert_rows()
         if self._sequencer is not None:
-            self._sequencer.end(conn)
+            self._sequencer.end(conn, ctx.events[first:], ctx.last_seq)
 
     def _commit(self, conn: Conn, batch: list[Write], *, here: bool) -> bool:
         """Commit ``batch`` on the caller's thread: the loop's own (``here``) or the
@@ -352,7 +361,7 @@ class Writer:
         self.batches += 1
         if deltas := _deltas(batch):
             self._last_delta_commit = time.monotonic()
-            self.spacing_s = LOADED_SPACING_S if deltas >= LOADED_DELTAS else COMMIT_SPACING_S
+            self.spacing_s = self._spacings[deltas >= LOADED_DELTAS]
         self._count_pages(ctx.events)
         assert self._loop is not None and self._deliver is not None
         call = _call_now if here else self._to_tell

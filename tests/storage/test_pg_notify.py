@@ -1,0 +1,104 @@
+"""The shared log's notifications: a commit's rows travel in its NOTIFY when they fit, and
+a tail hands them on only where they follow what it handed on last (else it reads the
+table)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from partwire import ids
+from partwire.bus import Bus
+from partwire.schema.event import (
+    Event,
+    MessagePartDelta,
+    PartDeltaProps,
+    SessionIdle,
+    SessionRef,
+)
+from partwire.storage.pg_connection import connect
+from partwire.storage.pg_notify import (
+    CHANNEL,
+    NOTIFY_PAYLOAD_BYTES,
+    NotifyTail,
+    Row,
+    notice_of,
+    rows_of,
+)
+from partwire.storage.postgres import PostgresStore
+from partwire.storage.writes import WriteContext
+from tests.postgres_server import PostgresServer
+from tests.storage.test_sqlite import _session
+
+
+def _logged(texts: list[str], last_seq: int = 0) -> list[Event]:
+    ctx = WriteContext(conn=None, epoch=3, last_seq=last_seq)  # type: ignore[arg-type]
+    for text in texts:
+        props = PartDeltaProps(
+            session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text", delta=text
+        )
+        ctx.log(MessagePartDelta(props))
+    return ctx.events
+
+
+def test_a_commits_rows_make_a_notice_and_come_back_from_it_whole() -> None:
+    events = _logged(["one ", "two\nlines ", 'a "quote" and ünïcode '], last_seq=41)
+    rows = rows_of(notice_of(events, 44))
+    assert [seq for seq, _, _ in rows] == [42, 43, 44]
+    assert {kind for _, kind, _ in rows} == {"message.part.delta"}
+    assert [row[2] for row in rows] == [event.properties_json for event in events]
+
+
+def test_rows_too_large_for_a_notification_make_an_empty_one() -> None:
+    events = _logged(["é" * (NOTIFY_PAYLOAD_BYTES // 2)])  # fewer characters than bytes
+    assert len(events[0].properties_json) < NOTIFY_PAYLOAD_BYTES
+    assert notice_of(events, 1) == ""
+    assert notice_of([], 5) == ""
+
+
+def test_a_notice_that_holds_no_rows_gives_none() -> None:
+    for notice in ["", "hello", "12 message.part.delta", "x type {}", '7 t {"a":1}\nbad']:
+        assert rows_of(notice) == []
+
+
+def _tail(after: int) -> tuple[NotifyTail, list[list[Row]]]:
+    handed: list[list[Row]] = []
+    return NotifyTail("postgresql://unused", after, handed.append, lambda _: None), handed
+
+
+def test_a_tail_hands_on_rows_that_follow_its_last_and_refuses_a_gap() -> None:
+    tail, handed = _tail(after=10)
+    assert tail._take([(11, "t", "{}"), (12, "t", "{}")])
+    assert tail.after == 12 and handed == [[(11, "t", "{}"), (12, "t", "{}")]]
+    assert not tail._take([(14, "t", "{}")])  # 13 is missing: read the table
+    assert not tail._take([])  # a notification without rows: read the table
+    assert tail._take([(12, "t", "{}")])  # read already (the table was read since)
+    assert tail._take([(12, "t", "{}"), (13, "t", "{}")])  # only what is new
+    assert tail.after == 13 and handed[-1] == [(13, "t", "{}")] and len(handed) == 2
+
+
+async def test_a_commit_notifies_its_rows_to_every_listener(postgres: PostgresServer) -> None:
+    """A commit's rows reach a listener in its notification (no tail reads them back); a
+    commit that logged nothing notifies nobody."""
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    listener = await asyncio.to_thread(connect, url, autocommit=True)
+
+    def notified() -> list[str]:
+        return [n.payload for n in listener.raw.notifies(timeout=0.5, stop_after=1)]
+
+    try:
+        await asyncio.to_thread(listener.execute, f"LISTEN {CHANNEL}")
+        seen = store.bus.subscribe_all()
+        await store.put_session(_session("ses_n"), [])  # no event logged
+        assert await asyncio.to_thread(notified) == []
+        await store.publish([SessionIdle(SessionRef(sessionID="ses_n"))])
+        payloads = await asyncio.to_thread(notified)
+        rows = rows_of(payloads[0]) if payloads else []
+        published = seen.drain()
+        assert [e.type for e in published] == ["session.idle"]
+        assert [ids.logged_event_id(store.epoch, row[0]) for row in rows] == [published[0].id]
+        assert rows[0][1:] == ("session.idle", published[0].properties_json)
+    finally:
+        listener.close()
+        await store.close()

@@ -237,3 +237,41 @@ async def test_a_dropped_connection_is_made_anew_and_nothing_is_lost(
             raise AssertionError("the tail did not come back")
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("count", [1, 3, 70])
+async def test_a_commits_log_rows_land_in_sequence_from_one_statement(
+    postgres: PostgresServer, count: int
+) -> None:
+    """Postgres takes a commit's log rows in one INSERT (a round trip each would cost),
+    every row, in order, with its text as given."""
+    from partwire import ids
+    from partwire.schema.event import MessagePartDelta, PartDeltaProps
+    from partwire.storage.pg_connection import connect
+    from partwire.storage.writes import WriteContext
+
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    await store.close()
+    conn = connect(url)
+    try:
+        with conn:
+            last = conn.execute("SELECT partwire_log_lock(?)", (1,)).fetchone()[0]
+            ctx = WriteContext(conn, epoch=store.epoch, last_seq=last)
+            for n in range(count):
+                delta = f"w{n} 'é\"\n"
+                props = PartDeltaProps(
+                    session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text",
+                    delta=delta,
+                )  # fmt: skip
+                ctx.log(MessagePartDelta(props))
+            ctx.insert_rows()
+        rows = conn.execute(
+            "SELECT seq, payload FROM event_log WHERE seq > ? ORDER BY seq", (last,)
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [seq for seq, _ in rows] == list(range(last + 1, last + 1 + count))
+    assert [payload for _, payload in rows] == [e.properties_json for e in ctx.events]
+    assert [e.id for e in ctx.events] == [ids.logged_event_id(store.epoch, seq) for seq, _ in rows]

@@ -42,6 +42,12 @@ def pg_sql(sql: str, parameters: bool = True) -> str:
     return sql.replace("%", "%%").replace("?", "%s") if parameters else sql
 
 
+_INSERT_LOG_ROWS = (
+    "INSERT INTO event_log (seq, type, payload) "
+    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[])"
+)
+
+
 class PgConnection:
     """A psycopg connection with sqlite3's API (``Conn``): ``execute`` with ``?``
     parameters, ``with conn:`` commits the statements since the last commit.
@@ -75,6 +81,11 @@ class PgConnection:
         except psycopg.OperationalError:  # dropped since its last use: once more, anew
             self._reconnect_if_dropped()
             return self.raw.execute(sql)
+
+    def insert_log_rows(self, rows: Sequence[object], /) -> None:
+        """Event log rows (seq, type, payload, flattened) in one statement however many
+        there are: on Postgres every statement is a round trip (WriteContext.insert_rows)."""
+        self.raw.execute(_INSERT_LOG_ROWS, (rows[0::3], rows[1::3], rows[2::3]))
 
     def executescript(self, sql_script: str, /) -> Cursor:
         """Several statements, no parameters (Postgres runs them as one simple query)."""

@@ -64,6 +64,14 @@ _SQLITE_FUNCTIONS = (
     "CREATE OR REPLACE FUNCTION datetime(text) RETURNS text "
     "AS $$SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')$$ LANGUAGE SQL",
 )
+# A writer's first statement: the log's lock, then its newest row, in one round trip (a
+# volatile function's queries each take a fresh snapshot: the MAX sees every commit made
+# before the lock was granted).
+_LOG_LOCK = (
+    "CREATE OR REPLACE FUNCTION partwire_log_lock(key bigint) RETURNS bigint AS $$ "
+    "BEGIN PERFORM pg_advisory_xact_lock(key); "
+    "RETURN (SELECT COALESCE(MAX(seq), 0) FROM event_log); END $$ LANGUAGE plpgsql VOLATILE"
+)
 
 
 def schema_version(conn: PgConnection) -> int:
@@ -139,7 +147,7 @@ class PostgresStore(SqliteStore):
                     f"this partwire knows ({LATEST_VERSION}); upgrade partwire"
                 )
             with conn:
-                for statement in _SQLITE_FUNCTIONS:
+                for statement in (*_SQLITE_FUNCTIONS, _LOG_LOCK):
                     conn.execute(statement)
             migrate(conn)
         finally:
@@ -333,8 +341,7 @@ class _SharedLog:
         self._appender = appender
 
     def begin(self, conn: Conn) -> int:
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (APPEND_LOCK,))
-        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
+        return int(conn.execute("SELECT partwire_log_lock(?)", (APPEND_LOCK,)).fetchone()[0])
 
     def end(self, conn: Conn, events: list[Event], last_seq: int) -> None:
         """Tell the other servers' tails (at commit, in commit order): the rows themselves

@@ -61,6 +61,11 @@ class WriteContext:
     def insert_rows(self) -> None:
         rows, start = self.rows, 0
         self.rows, end = [], len(rows)
+        in_one = getattr(self.conn, "insert_log_rows", None)  # Postgres: one round trip
+        if in_one is not None:
+            if rows:
+                in_one(rows)
+            return
         for size in _ROW_CHUNKS:
             width = size * 3
             while end - start >= width:

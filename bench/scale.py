@@ -1,13 +1,15 @@
 """Scale-out benchmark: one server, or several sharing one Postgres database.
 
-    python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 200]
-                          [--fanout notify redis] [--capacity [--limit-ms 50]]
-                          [--cpu-quota 0.4] [--watch event|session]
+    python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 500]
+                          [--spread-s 1] [--fanout notify redis] [--capacity [--limit-ms 50]]
+                          [--cpu-quota 0.4] [--watch event|session] [--refine 3]
 
 For each number of servers and of sessions: a throwaway Postgres cluster's fresh
 database, that many servers on it (bench/_server.py, the mock model of
 bench/_mock_paced.py as their provider, in its own process), the sessions spread over
-the servers and prompted at once, each streaming ``--tokens`` tokens at ``--rate``
+the servers and started evenly over ``--spread-s`` (as capacity.py's steps: all K then
+stream together for most of a step, and the p99 is theirs, not that of K prompts
+arriving in the same millisecond), each streaming ``--tokens`` tokens at ``--rate``
 tokens/s. One client follows GET /event on the first server: it sees every server's
 deltas (the servers share one log), so its latency (from the mock model writing a delta,
 for whichever server, to this client reading it) includes the trip through Postgres, or
@@ -64,13 +66,16 @@ async def run(
     redis: RedisServer | None,
     cpu_quota: float | None = None,
     watch: str = "event",
+    spread_s: float = 0.0,
 ) -> Step:
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
     quotas: list[CpuQuota] = []
     try:
-        return await _measured(instances, sessions, model_port, shared, cpu_quota, quotas, watch)
+        return await _measured(
+            instances, sessions, model_port, shared, cpu_quota, quotas, watch, spread_s / sessions
+        )
     finally:
         for quota in quotas:  # once their servers have exited
             quota.remove()
@@ -84,6 +89,7 @@ async def _measured(
     cpu_quota: float | None,
     quotas: list[CpuQuota],
     watch: str,
+    stagger_s: float,
 ) -> Step:
     async with AsyncExitStack() as stack:
         servers = [
@@ -105,9 +111,9 @@ async def _measured(
             await model_sent(http, model_port)  # the warm-up's words: not this step's
             cpu_before = sum(_cpu_s(pid) for _, pid in servers)
             if watch == "session":  # each on the server it prompted through
-                await watch_sessions(prompts, received)
+                await watch_sessions(prompts, received, stagger_s)
             else:
-                await follow(port, prompts, received)
+                await follow(port, prompts, received, stagger_s)
             cpu = sum(_cpu_s(pid) for _, pid in servers) - cpu_before
             emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
@@ -130,12 +136,12 @@ def row(fanout: str, instances: int, step: Step) -> list[str]:
 async def largest(
     instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
     limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None, watch: str,
-    refine: int,
+    refine: int, spread_s: float,
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
 
     async def measure(sessions: int) -> Step:
-        return await run(instances, sessions, model_port, pg, redis, cpu_quota, watch)
+        return await run(instances, sessions, model_port, pg, redis, cpu_quota, watch, spread_s)
 
     measured = sorted(
         await search(measure, limit_ms, most, refine, least=instances), key=lambda s: s.sessions
@@ -149,7 +155,13 @@ async def main() -> None:
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--sessions", type=int, nargs="+", default=[50, 150])
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each stream")
-    parser.add_argument("--tokens", type=int, default=200, help="tokens of each answer")
+    parser.add_argument("--tokens", type=int, default=500, help="tokens of each answer")
+    parser.add_argument(
+        "--spread-s",
+        type=float,
+        default=1.0,
+        help="start the sessions evenly over this many seconds (0: all at once)",
+    )
     parser.add_argument(
         "--fanout", nargs="+", choices=["notify", "redis"], default=["notify", "redis"]
     )
@@ -218,6 +230,7 @@ async def main() -> None:
                         args.cpu_quota,
                         args.watch,
                         args.refine,
+                        args.spread_s,
                     )
                     for n in args.instances
                 }
@@ -232,8 +245,9 @@ async def main() -> None:
             for instances in args.instances:
                 for sessions in args.sessions:
                     step = await run(
-                        instances, sessions, model_port, pg, through, args.cpu_quota, args.watch
-                    )
+                        instances, sessions, model_port, pg, through, args.cpu_quota,
+                        args.watch, args.spread_s,
+                    )  # fmt: skip
                     rows.append(row(fanout, instances, step))
     finally:
         model.terminate()
@@ -243,8 +257,8 @@ async def main() -> None:
             redis.stop()
     print(
         f"partwire scale-out on one Postgres database — {os.cpu_count()} cores, "
-        f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer "
-        "(a test cluster: fsync off)"
+        f"{args.rate:g} tokens/s a session, {args.tokens} tokens an answer, "
+        f"started over {args.spread_s:g} s (a test cluster: fsync off)"
         + (f"; each server held to {args.cpu_quota:g} CPU" if args.cpu_quota else "")
         + ("; a client per session" if args.watch == "session" else "; one client on /event")
     )

@@ -193,8 +193,9 @@ async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
 ) -> None:
     out = await run_bench(
         "scale.py", "--instances", "1", "2", "--sessions", "4", "--tokens", "20",
-        "--rate", "200", limit_s=240,
+        "--rate", "200", "--spread-s", "0.2", limit_s=240,
     )  # fmt: skip
+    assert "20 tokens an answer, started over 0.2 s" in out.splitlines()[0]
     rows = [line.split() for line in out.splitlines()[3:]]
     assert [row[:4] for row in rows] == [
         [fanout, servers, "4", "80"] for fanout in ("notify", "redis") for servers in "12"

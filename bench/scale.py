@@ -45,15 +45,14 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
+from _watchers import follow, watch_sessions  # noqa: E402
 from capacity import (  # noqa: E402
     REFINE,
     Step,
     _cpu_s,
-    follow,
     model_sent,
     search,
     serving,
-    watch_sessions,
 )
 from stream import _free_port, aligned  # noqa: E402
 

@@ -13,11 +13,11 @@ import pytest
 
 from partwire import ids
 from partwire.schema.event import Event, MessagePartDelta, PartDeltaProps
+from partwire.storage.postgres import SHARED_SPACING_S
 from partwire.storage.writer import (
     COMMIT_SPACING_S,
     LOADED_DELTAS,
     LOADED_SPACING_S,
-    SHARED_SPACING_S,
     Writer,
 )
 from partwire.storage.writes import DeltaAppend, Write, WriteContext

@@ -49,10 +49,6 @@ COMMIT_SPACING_S = 0.002
 # once commits are small. Only a busy server's deltas wait the few ms more.
 LOADED_SPACING_S = 0.005
 LOADED_DELTAS = 16
-# Where servers share a log (Postgres), a commit is a handful of round trips to the
-# database under the log's lock, and every server's tail is told of it: tens of times a
-# SQLite commit's CPU, spread over the server and Postgres. Deltas are spaced wider there.
-SHARED_SPACING_S = (0.005, 0.010)
 _EMPTY = object()
 
 

@@ -58,6 +58,9 @@ class Counts:
     replay_seconds: Histogram = field(
         default_factory=lambda: Histogram((0.001, 0.01, 0.1, 0.5, 1.0, 5.0, 30.0))
     )
+    start_wait_seconds: Histogram = field(
+        default_factory=lambda: Histogram((0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0))
+    )
     provider_errors: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     tokens: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     cost: defaultdict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
@@ -70,6 +73,10 @@ def count_commit(writes: int, deltas: int, seconds: float) -> None:
     COUNTS.commit_seconds.observe(seconds)
     COUNTS.commit_writes.observe(writes)
     COUNTS.deltas += deltas
+
+
+def count_start_wait(seconds: float) -> None:
+    COUNTS.start_wait_seconds.observe(seconds)
 
 
 def count_replay(seconds: float) -> None:
@@ -118,6 +125,11 @@ def _families(counts: Counts, running: int, streams: dict[str, int]) -> Iterator
             "partwire_stream_replay_seconds",
             "Replay lag: how long a stream resumed from a cursor read the log before going live",
             counts.replay_seconds,
+        ),
+        (
+            "partwire_start_wait_seconds",
+            "How long an answer waited to start while the event loop was busy",
+            counts.start_wait_seconds,
         ),
     ):
         yield HistogramMetricFamily(

@@ -67,6 +67,8 @@ async def test_the_figures_move_with_the_work(
     commits = "partwire_commit_seconds_count"
     assert _value(after, commits) > _value(before, commits)
     assert _value(after, "partwire_commit_writes_bucket", le="+Inf") == _value(after, commits)
+    waits = "partwire_start_wait_seconds_count"  # the answer passed the start gate
+    assert _value(after, waits) == _value(before, waits) + 1
     output = dict(provider="scripted", model="scripted", kind="output")
     grown = _value(after, "partwire_tokens_total", **output) - _value(
         before, "partwire_tokens_total", **output

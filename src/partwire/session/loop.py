@@ -46,6 +46,7 @@ from partwire.schema.message import (
 )
 from partwire.schema.part import ModelRef, ToolPart
 from partwire.schema.session import Session, SessionStatus, SnapshotFileDiff
+from partwire.session.admission import StartGate
 from partwire.session.agents import DEFAULT_AGENT, get_agent
 from partwire.session.budget import Budgets
 from partwire.session.compaction import overflows, pending_compaction, prune
@@ -128,6 +129,7 @@ class SessionLoop:
         self.titler = Titler(store)
         self.budgets = Budgets(store, host.permissions)
         self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
+        self.starts = StartGate()  # a busy loop's new answers wait for it to keep up
 
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._runs
@@ -378,13 +380,14 @@ class SessionLoop:
     # ---- the run -------------------------------------------------------------------------
 
     async def _run(self, session_id: str, run: _Run) -> None:
-        final: AssistantWithParts | None = None
+        last: AssistantMessage | None = None
         failure: BaseException | None = None
         try:
             await self.status.busy(session_id)
+            await self.starts.turn()
             while True:
                 seen = run.wakeups
-                final = await self._steps(session_id, run)
+                last = await self._steps(session_id, run) or last
                 if run.aborted or run.wakeups == seen:
                     break
                 run.blocked = False  # a prompt came during the last decision: decide again
@@ -402,15 +405,34 @@ class SessionLoop:
                 await self.ownership.release(session_id, lambda: session_id in self._runs)
             except Exception:  # the lease runs out by itself: another server takes it then
                 log.exception("session %s: could not give its lease back", session_id)
-            for waiter in run.waiters:
-                if waiter.done():
-                    continue
-                if final is not None:
-                    waiter.set_result(final)
-                else:
-                    waiter.set_exception(failure or NotFoundError("Session", session_id))
+            await self._release_waiters(session_id, run, last, failure)
 
-    async def _steps(self, session_id: str, run: _Run) -> AssistantWithParts | None:
+    async def _release_waiters(
+        self,
+        session_id: str,
+        run: _Run,
+        last: AssistantMessage | None,
+        failure: BaseException | None,
+    ) -> None:
+        """Resolve the run's waiters with its last answer, read whole only when someone
+        waits for it (a prompt_async has nobody)."""
+        waiting = [waiter for waiter in run.waiters if not waiter.done()]
+        final: AssistantWithParts | None = None
+        if waiting and last is not None:
+            try:
+                stored = await self.store.get_message(session_id, last.id)
+                final = AssistantWithParts.model_validate(stored.model_dump())
+            except Exception as exc:
+                failure = exc
+        for waiter in waiting:
+            if waiter.done():
+                continue
+            if final is not None:
+                waiter.set_result(final)
+            else:
+                waiter.set_exception(failure or NotFoundError("Session", session_id))
+
+    async def _steps(self, session_id: str, run: _Run) -> AssistantMessage | None:
         last: AssistantMessage | None = None
         for _ in range(MAX_STEPS):
             history = await self.store.list_messages(session_id)
@@ -443,11 +465,7 @@ class SessionLoop:
                 run.resume_after_compaction = last.finish == "tool-calls"
         if last is None:
             last = _last_assistant(await self.store.list_messages(session_id))
-        if last is None:
-            return None
-        return AssistantWithParts.model_validate(
-            (await self.store.get_message(session_id, last.id)).model_dump()
-        )
+        return last
 
     def _model(self, user: UserMessage) -> LanguageModel:
         return resolve_model(user.model.provider_id, user.model.model_id, self.settings)

@@ -33,12 +33,17 @@ class _EventReader:
 Starter = Callable[[list[tuple[str, str]], float], Awaitable[None]]
 
 
-async def prompt_all(prompts: list[tuple[str, str]], stagger_s: float) -> None:
-    """Prompt each (server URL, session): the server's own loop answers from the model."""
+async def prompt_all(
+    prompts: list[tuple[str, str]], stagger_s: float, sent: dict[str, int] | None = None
+) -> None:
+    """Prompt each (server URL, session): the server's own loop answers from the model.
+    ``sent``: when each session's prompt went (wall-clock ns, by session)."""
     body = {"parts": [{"type": "text", "text": "stream please"}]}
 
     async def prompt(http: httpx.AsyncClient, server: str, session: str, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
+        if sent is not None:
+            sent[session] = time.time_ns()
         await http.post(f"{server}/session/{session}/prompt_async", json=body)
 
     async with httpx.AsyncClient(timeout=120) as http:
@@ -53,9 +58,11 @@ async def follow(
     received: dict[str, int],
     stagger_s: float = 0.0,
     start: Starter = prompt_all,
+    firsts: dict[str, int] | None = None,
 ) -> None:
     """Start each (server URL, session), at once or ``stagger_s`` apart, and read GET
-    /event on ``port`` until every session has gone idle; note when each delta arrived."""
+    /event on ``port`` until every session has gone idle; note when each delta arrived
+    (and in ``firsts``, when each session's first one did)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     events = _EventReader()
     try:
@@ -77,7 +84,10 @@ async def follow(
             events.parser.feed_data(data)
             for line in events.lines:
                 if b'"message.part.delta"' in line:
-                    received[json.loads(line[5:])["properties"]["delta"]] = now
+                    delta = json.loads(line[5:])["properties"]
+                    received[delta["delta"]] = now
+                    if firsts is not None:
+                        firsts.setdefault(delta["sessionID"], now)
                 elif b'"session.idle"' in line:
                     waiting.discard(json.loads(line[5:])["properties"]["sessionID"])
             events.lines.clear()
@@ -93,7 +103,7 @@ WATCHER_ADDRESSES = 200
 
 
 async def _watch_one(url: str, session: str, received: dict[str, int], ready: asyncio.Event,
-                     go: asyncio.Event, number: int) -> None:  # fmt: skip
+                     go: asyncio.Event, number: int, firsts: dict[str, int]) -> None:  # fmt: skip
     """GET /session/{id}/stream (part frames) on the session's own server: note when each
     delta arrived, until the session's assistant message completes."""
     host, port = url.rsplit("//", 1)[1].split(":")
@@ -128,6 +138,7 @@ async def _watch_one(url: str, session: str, received: dict[str, int], ready: as
                     delta = json.loads(line[6:]).get("delta")
                     if delta is not None:
                         received[delta] = now
+                        firsts.setdefault(session, now)
                 elif b'"message_complete"' in line and b'"role":"assistant"' in line:
                     return
             frames.lines.clear()
@@ -140,13 +151,15 @@ async def watch_sessions(
     received: dict[str, int],
     stagger_s: float = 0.0,
     start: Starter = prompt_all,
+    firsts: dict[str, int] | None = None,
 ) -> None:
     """As ``follow``, but each session is watched by a client of its own, on the server it
     was prompted through (a sticky load balancer's users, each with a session open)."""
     go = asyncio.Event()
+    firsts_ = {} if firsts is None else firsts
     readies = [asyncio.Event() for _ in prompts]
     watchers = [
-        asyncio.create_task(_watch_one(url, sid, received, ready, go, number))
+        asyncio.create_task(_watch_one(url, sid, received, ready, go, number, firsts_))
         for number, ((url, sid), ready) in enumerate(zip(prompts, readies, strict=True))
     ]
     try:

@@ -13,7 +13,9 @@ starts K sessions evenly over ``--spread-s`` (or ``--stagger-ms`` apart), each s
 ``--tokens`` tokens, so that all K stream at once at random phases for most of the step
 (the CPUs busy are read in that window), and measures every delta's latency (from the
 mock model writing it to this client reading it: a server that falls behind leaves words
-waiting in its socket, and that wait counts) and the server's CPU time. With ``--via
+waiting in its socket, and that wait counts), the p99 over sessions of how long a
+prompt took to its first delta (a server that makes new answers wait to keep its live
+streams smooth shows it there), and the server's CPU time. With ``--via
 ingest`` the sessions are external loops instead: this client streams each session's
 message into POST /session/{id}/ingest at the same pace (no model process), and a
 delta's latency runs from this client writing its line.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -115,6 +118,7 @@ class Step:
     server_cpus: float = 0.0  # CPUs the server kept busy over the step (CPU s / wall s)
     others_cpus: float = 0.0  # the same for the mock model and this client together
     lag_p99_ms: float | None = None
+    start_p99_ms: float | None = None  # from a prompt sent to its first delta read
 
 
 @dataclass
@@ -221,6 +225,9 @@ async def step(
             if loop_lag:
                 await http.get("/bench/stats", params={"reset_lag": "true"})
             received: dict[str, int] = {}
+            sent: dict[str, int] = {}  # when each prompt went, and its first delta came
+            firsts: dict[str, int] = {}
+            start = feeder or functools.partial(prompt_all, sent=sent)
             await model_sent(http, mock.port)  # the warm-up's words: not this step's
             server_before = _cpu_s(pid)
             # the CPUs busy while every session streams: from the last start to the first end
@@ -228,9 +235,9 @@ async def step(
             window = _busy_cpus(pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3)
             sampling = asyncio.ensure_future(window)
             if watch == "session":
-                await watch_sessions(prompts, received, stagger_s, feeder or prompt_all)
+                await watch_sessions(prompts, received, stagger_s, start, firsts)
             else:
-                await follow(port, prompts, received, stagger_s, feeder or prompt_all)
+                await follow(port, prompts, received, stagger_s, start, firsts)
             server_cpu = _cpu_s(pid) - server_before
             server_cpus, others_cpus = await sampling
             stats = (await http.get("/bench/stats")).json()
@@ -244,12 +251,18 @@ async def step(
         sessions=sessions,
         deltas=len(received),
         p50_ms=statistics.median(latencies),
-        p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
+        p99_ms=_p99(latencies) or 0.0,
         cpu_ms_per_1k=server_cpu * 1000 / len(received) * 1000,
         server_cpus=server_cpus,
         others_cpus=others_cpus,
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
+        start_p99_ms=_p99([(firsts[s] - sent[s]) / 1e6 for s in sent if s in firsts]),
     )
+
+
+def _p99(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)] if ordered else None
 
 
 async def model_sent(http: httpx.AsyncClient, model_port: int) -> dict[str, int]:
@@ -310,10 +323,15 @@ def limit(step: Step, cpu_quota: float | None) -> str:
 
 def table(steps: list[Step]) -> str:
     lag = any(s.lag_p99_ms is not None for s in steps)
+    start = any(s.start_p99_ms is not None for s in steps)
     head = ("sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas", "server CPUs",
             "model+client CPUs")  # fmt: skip
     rows = [
-        (*head, *(("loop lag p99 ms",) if lag else ())),
+        (
+            *head,
+            *(("first delta p99 ms",) if start else ()),
+            *(("loop lag p99 ms",) if lag else ()),
+        ),
         *(
             (
                 str(s.sessions),
@@ -323,6 +341,7 @@ def table(steps: list[Step]) -> str:
                 f"{s.cpu_ms_per_1k:.0f}",
                 f"{s.server_cpus:.2f}",
                 f"{s.others_cpus:.2f}",
+                *((f"{s.start_p99_ms or 0:.0f}",) if start else ()),
                 *((f"{s.lag_p99_ms or 0:.2f}",) if lag else ()),
             )
             for s in steps

@@ -106,7 +106,7 @@ async def enqueue_prompt(
 ) -> None:
     """Start the prompt's run; a session made for it goes again when the prompt is bad."""
     try:
-        future = await project.loop.enqueue(session.id, prompt)
+        future = await project.loop.enqueue(session.id, prompt, waiting=False)
     except BaseException:
         if created:
             await project.sessions.delete(session.id)

@@ -165,8 +165,11 @@ class SessionLoop:
         return await future
 
     async def enqueue(
-        self, session_id: str, body: PromptInput
+        self, session_id: str, body: PromptInput, *, waiting: bool = True
     ) -> asyncio.Future[AssistantWithParts]:
+        """Store the prompt and start (or join) the run that answers it: a future for the
+        run's final message; with ``waiting`` False nobody reads it (prompt_async), and a
+        run only they started never reads its answer back whole."""
         assert not body.no_reply, "a noReply prompt goes through add_without_reply"
         # the lease first: the other servers see the prompt once it is stored, and the
         # server it was sent to should be the one that answers it
@@ -181,7 +184,7 @@ class SessionLoop:
             return self._answered_elsewhere(session_id)  # another server runs the session
         if self.recording(session_id):  # stored; answered once the external loop is done
             return asyncio.ensure_future(self._after_recording(session_id))
-        return self._wake(session_id)
+        return self._wake(session_id, waiting=waiting)
 
     def recording(self, session_id: str) -> bool:
         """Whether an external loop's recording holds the session now."""
@@ -296,15 +299,19 @@ class SessionLoop:
         self._runs[session_id].resume_after_compaction = auto
         return await future
 
-    def _wake(self, session_id: str) -> asyncio.Future[AssistantWithParts]:
-        """A future for the run's final message, starting a run if none is going."""
+    def _wake(self, session_id: str, *, waiting: bool = True) -> asyncio.Future[AssistantWithParts]:
+        """A future for the run's final message, starting a run if none is going (cancelled
+        at once when nobody is ``waiting`` for it)."""
         future: asyncio.Future[AssistantWithParts] = asyncio.get_running_loop().create_future()
         run = self._runs.get(session_id)
         if run is None:
             run = _Run()
             self._runs[session_id] = run
             run.task = asyncio.create_task(self._run(session_id, run), name=f"run {session_id}")
-        run.waiters.append(future)
+        if waiting:
+            run.waiters.append(future)
+        else:
+            future.cancel()
         run.wakeups += 1
         return future
 

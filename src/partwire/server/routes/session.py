@@ -148,8 +148,8 @@ async def prompt_async(request: Request, sessionID: str, body: PromptInput) -> R
     if body.no_reply:
         await project.loop.add_without_reply(sessionID, body)
         return Response(status_code=204)
-    future = await project.loop.enqueue(sessionID, body)
-    future.add_done_callback(leave_running)
+    future = await project.loop.enqueue(sessionID, body, waiting=False)
+    future.add_done_callback(leave_running)  # an answer elsewhere or after a recording
     return Response(status_code=204)
 
 

@@ -217,7 +217,7 @@ async def prompt(request: Request, sessionID: str, payload: PromptRequest) -> Re
     elif payload.delivery == "queue" and loop.is_busy(sessionID):
         loop.enqueue_after_turn(sessionID, body_in)
     else:
-        (await loop.enqueue(sessionID, body_in)).add_done_callback(leave_running)
+        (await loop.enqueue(sessionID, body_in, waiting=False)).add_done_callback(leave_running)
     users = [
         m for m in await runtime.store.list_messages(sessionID) if isinstance(m.info, UserMessage)
     ]

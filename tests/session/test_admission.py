@@ -83,3 +83,25 @@ async def test_a_cancelled_start_is_dropped_and_the_next_goes() -> None:
     with pytest.raises(asyncio.CancelledError):
         await first
     assert not gate._waiting
+
+
+async def test_a_title_leaves_the_quiet_pass_to_the_answer_and_queues_behind_answers() -> None:
+    gate = _gate()
+    await gate.turn(after_answers=True)  # at once: nobody waits
+    turned: list[bool] = []
+    asyncio.get_running_loop().call_soon(turned.append, True)
+    await gate.turn()  # the answer still gets the quiet spell's pass
+    assert turned == []
+    hog = Hog(turns=10)
+    order: list[str] = []
+
+    async def start(name: str, after_answers: bool) -> None:
+        await gate.turn(after_answers=after_answers)
+        order.append(name)
+
+    answer = asyncio.create_task(start("answer", False))
+    await asyncio.sleep(0)
+    title = asyncio.create_task(start("title", True))
+    await hog.done.wait()
+    await asyncio.wait_for(asyncio.gather(answer, title), 5)
+    assert order == ["answer", "title"]

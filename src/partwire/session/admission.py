@@ -48,10 +48,14 @@ class StartGate:
         self._probe: asyncio.TimerHandle | None = None
         self._due = 0.0
 
-    async def turn(self) -> None:
-        """Return when this start may go ahead (GET /metrics: partwire_start_wait_seconds)."""
+    async def turn(self, *, after_answers: bool = False) -> None:
+        """Return when this start may go ahead (GET /metrics: partwire_start_wait_seconds).
+        ``after_answers`` (a title request): go at once unless starts are waiting, then
+        wait behind them; never take the quiet spell's pass an answer would get."""
         loop = asyncio.get_running_loop()
         asked = loop.time()
+        if not self._waiting and after_answers:
+            return
         if not self._waiting and asked - self._last_start >= self.quiet_s:
             self._last_start = asked  # the first start in a while: nothing to wait for
             metrics.count_start_wait(0.0)
@@ -62,7 +66,8 @@ class StartGate:
             self._schedule(loop)
         await admitted  # cancelled (an abort): the probe drops it
         self._last_start = loop.time()
-        metrics.count_start_wait(self._last_start - asked)
+        if not after_answers:
+            metrics.count_start_wait(self._last_start - asked)
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
         self._due = loop.time() + self.probe_s

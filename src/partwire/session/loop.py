@@ -126,10 +126,10 @@ class SessionLoop:
         self.reverts = reverts
         self._runs: dict[str, _Run] = {}
         self._held: dict[str, set[asyncio.Task[None]]] = {}  # enqueue_after_turn's prompts
-        self.titler = Titler(store)
+        self.starts = StartGate()  # a busy loop's new answers (and titles) wait for it
+        self.titler = Titler(store, self.starts)
         self.budgets = Budgets(store, host.permissions)
         self._no_reply: set[str] = set()  # user messages stored with noReply: never answered
-        self.starts = StartGate()  # a busy loop's new answers wait for it to keep up
 
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._runs

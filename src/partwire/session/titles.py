@@ -12,6 +12,7 @@ from partwire.clock import now_ms
 from partwire.providers.base import LanguageModel
 from partwire.providers.stream import ModelRequest, StreamError, TextDelta, UserTurn
 from partwire.schema.event import SessionInfo, SessionUpdated
+from partwire.session.admission import StartGate
 from partwire.session.prompt import TITLE_LENGTH, shorten_title
 from partwire.storage.base import Store
 
@@ -69,10 +70,13 @@ async def generate_title(model: LanguageModel, prompt: str) -> str | None:
 
 
 class Titler:
-    """Runs title requests in the background, one a session, and stores the answer."""
+    """Runs title requests in the background, one a session, and stores the answer. A
+    request is start work, as an answer's start is: while answers wait at ``starts``
+    (a burst of new sessions on a busy server), it waits behind them."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, starts: StartGate | None = None) -> None:
         self.store = store
+        self.starts = starts or StartGate()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self, session_id: str, model: LanguageModel, prompt: str, placeholder: str) -> None:
@@ -83,6 +87,7 @@ class Titler:
     async def _title(
         self, session_id: str, model: LanguageModel, prompt: str, placeholder: str
     ) -> None:
+        await self.starts.turn(after_answers=True)
         try:
             async with asyncio.timeout(TITLE_TIMEOUT_S):
                 title = await generate_title(model, prompt)

@@ -1,5 +1,6 @@
 """The start gate: a start after a quiet spell goes at once; while the loop's turns are
-long, starts wait for a short one (one a turn, in order), or until they waited longest."""
+long, starts wait for a short one (one a turn, in order, titles after answers), or until
+they waited longest."""
 
 from __future__ import annotations
 
@@ -99,9 +100,11 @@ async def test_a_title_leaves_the_quiet_pass_to_the_answer_and_queues_behind_ans
         await gate.turn(after_answers=after_answers)
         order.append(name)
 
-    answer = asyncio.create_task(start("answer", False))
+    first = asyncio.create_task(start("answer 1", False))
     await asyncio.sleep(0)
     title = asyncio.create_task(start("title", True))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(start("answer 2", False))
     await hog.done.wait()
-    await asyncio.wait_for(asyncio.gather(answer, title), 5)
-    assert order == ["answer", "title"]
+    await asyncio.wait_for(asyncio.gather(first, title, second), 5)
+    assert order == ["answer 1", "answer 2", "title"]  # titles after every waiting answer

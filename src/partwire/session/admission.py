@@ -9,8 +9,8 @@ apart held their streams' p99 at 37-121 ms at the end of the ramp (bench/capacit
 So a start after a quiet spell (none for QUIET_S: one user's next prompt) goes ahead at
 once; the others wait for a probe timer, PROBE_S away, to fire less than BUSY_TURN_S
 late, which it does only while the loop's turns are short: one start a probe, in the
-order they came. The starts are spread over the loop's slack, and the streams already
-running keep their pace. A start never waits longer than LONGEST_WAIT_S however busy the
+order they came, a session's title request after every answer waiting. The starts are
+spread over the loop's slack, and the streams already running keep their pace. A start never waits longer than LONGEST_WAIT_S however busy the
 loop stays, and the probe runs only while a start waits.
 """
 
@@ -44,24 +44,25 @@ class StartGate:
         self.longest_wait_s = longest_wait_s
         self.quiet_s = quiet_s
         self._last_start = float("-inf")
-        self._waiting: deque[tuple[asyncio.Future[None], float]] = deque()
+        self._waiting: deque[tuple[asyncio.Future[None], float]] = deque()  # answers
+        self._after: deque[tuple[asyncio.Future[None], float]] = deque()  # titles: after them
         self._probe: asyncio.TimerHandle | None = None
         self._due = 0.0
 
     async def turn(self, *, after_answers: bool = False) -> None:
         """Return when this start may go ahead (GET /metrics: partwire_start_wait_seconds).
-        ``after_answers`` (a title request): go at once unless starts are waiting, then
-        wait behind them; never take the quiet spell's pass an answer would get."""
+        ``after_answers`` (a title request): at once while nothing waits, else after every
+        answer waiting, and never taking the quiet spell's pass an answer would get."""
         loop = asyncio.get_running_loop()
         asked = loop.time()
-        if not self._waiting and after_answers:
+        if after_answers and not self._waiting and not self._after:
             return
-        if not self._waiting and asked - self._last_start >= self.quiet_s:
+        if not after_answers and not self._waiting and asked - self._last_start >= self.quiet_s:
             self._last_start = asked  # the first start in a while: nothing to wait for
             metrics.count_start_wait(0.0)
             return
         admitted: asyncio.Future[None] = loop.create_future()
-        self._waiting.append((admitted, asked))
+        (self._after if after_answers else self._waiting).append((admitted, asked))
         if self._probe is None:
             self._schedule(loop)
         await admitted  # cancelled (an abort): the probe drops it
@@ -75,13 +76,15 @@ class StartGate:
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         now = loop.time()
-        while self._waiting and self._waiting[0][0].done():
-            self._waiting.popleft()  # cancelled while it waited
-        if self._waiting:
-            admitted, since = self._waiting[0]
+        for queue in (self._waiting, self._after):
+            while queue and queue[0][0].done():
+                queue.popleft()  # cancelled while it waited
+        queue = self._waiting or self._after
+        if queue:
+            admitted, since = queue[0]
             if now - self._due < self.busy_turn_s or now - since >= self.longest_wait_s:
-                self._waiting.popleft()
+                queue.popleft()
                 admitted.set_result(None)
         self._probe = None
-        if self._waiting:
+        if self._waiting or self._after:
             self._schedule(loop)

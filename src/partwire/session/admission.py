@@ -10,8 +10,9 @@ So a start after a quiet spell (none for QUIET_S: one user's next prompt) goes a
 once; the others wait for a probe timer, PROBE_S away, to fire less than BUSY_TURN_S
 late, which it does only while the loop's turns are short: one start a probe, in the
 order they came, a session's title request after every answer waiting. The starts are
-spread over the loop's slack, and the streams already running keep their pace. A start never waits longer than LONGEST_WAIT_S however busy the
-loop stays, and the probe runs only while a start waits.
+spread over the loop's slack, and the streams already running keep their pace. A start
+never waits longer than LONGEST_WAIT_S however busy the loop stays, and the probe runs
+only while a start waits.
 """
 
 from __future__ import annotations

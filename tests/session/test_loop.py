@@ -25,6 +25,7 @@ from partwire.schema.event import Event
 from partwire.schema.message import AssistantMessage, AssistantWithParts, UserMessage
 from partwire.schema.part import ReasoningPart, StepFinishPart, TextPart, ToolPart
 from partwire.session import writer as writer_module
+from partwire.session.admission import StartGate
 from partwire.storage.sqlite import SqliteStore
 from tests.scripted import ScriptedModel, finish, text_reply, tool_reply
 from tests.session.helpers import new_session, prompt_body
@@ -352,3 +353,53 @@ async def test_a_tool_gets_its_call_id_as_an_idempotency_key(
     history = await runtime.store.list_messages(sid)
     tool = next(p for m in history for p in m.parts if isinstance(p, ToolPart))
     assert tool.call_id == "call_once" and tool.state.output == "call_once"  # type: ignore[union-attr]
+
+
+class _HeldGate(StartGate):
+    """A start gate that holds every answer until ``open`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.asked = 0
+
+    async def turn(self, *, after_answers: bool = False) -> None:
+        if not after_answers:
+            self.asked += 1
+            await self.open.wait()
+
+
+async def test_a_run_waiting_at_the_start_gate_is_busy_and_an_abort_ends_it_at_once(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    gate = _HeldGate()
+    runtime.loop.starts = gate
+    model.enqueue(text_reply("never sent"))
+    sid = await new_session(runtime)
+    sub = runtime.bus.subscribe("session.status", session_id=sid)
+    waiting = asyncio.create_task(runtime.loop.prompt(sid, prompt_body("one")))
+    busy = await asyncio.wait_for(sub.get(), 2)
+    assert busy is not None and busy.properties.status.type == "busy"  # type: ignore[attr-defined]
+    await asyncio.sleep(0.05)
+    assert gate.asked == 1 and runtime.loop.is_busy(sid) and model.requests == []
+    assert await asyncio.wait_for(runtime.loop.abort(sid), 0.5) is True  # not held at the gate
+    with pytest.raises(Exception, match="Session"):  # nothing was answered
+        await asyncio.wait_for(waiting, 2)
+    assert not runtime.loop.is_busy(sid) and model.requests == []
+    roles = [m.info.role for m in await runtime.store.list_messages(sid)]
+    assert roles == ["user"]
+
+
+async def test_a_prompt_nobody_waits_for_is_still_answered(
+    runtime: Runtime, model: ScriptedModel
+) -> None:
+    model.enqueue(text_reply("hello"))
+    sid = await new_session(runtime)
+    future = await runtime.loop.enqueue(sid, prompt_body("hi"), waiting=False)
+    assert future.cancelled()  # the caller said it would not read the answer
+    await asyncio.wait_for(runtime.loop.wait_idle(sid), 5)
+    history = await runtime.store.list_messages(sid)
+    assert [m.info.role for m in history] == ["user", "assistant"]
+    answer = history[-1]
+    assert isinstance(answer.info, AssistantMessage) and answer.info.time.completed is not None
+    assert "hello" in "".join(p.text for p in answer.parts if isinstance(p, TextPart))

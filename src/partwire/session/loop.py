@@ -99,6 +99,7 @@ class _Run:
     on_abort: Callable[[], Awaitable[None]] | None = None  # an external loop's recording
     released: asyncio.Event = field(default_factory=asyncio.Event)  # a recording's end
     processor: Processor | None = None  # the step's, while one runs
+    starting: asyncio.Future[None] | None = None  # its wait at the start gate, while it waits
 
 
 def leave_running(future: asyncio.Future[Any]) -> None:
@@ -354,6 +355,8 @@ class SessionLoop:
             await run.on_abort()
         if run.step is not None:
             run.step.cancel()
+        if run.starting is not None:
+            run.starting.cancel()
         # Tell clients that the asks they are showing are gone.
         await self.host.permissions.cancel_session(session_id)
         await self.host.questions.cancel_session(session_id)
@@ -391,7 +394,7 @@ class SessionLoop:
         failure: BaseException | None = None
         try:
             await self.status.busy(session_id)
-            await self.starts.turn()
+            await self._start_gate(run)
             while True:
                 seen = run.wakeups
                 last = await self._steps(session_id, run) or last
@@ -413,6 +416,18 @@ class SessionLoop:
             except Exception:  # the lease runs out by itself: another server takes it then
                 log.exception("session %s: could not give its lease back", session_id)
             await self._release_waiters(session_id, run, last, failure)
+
+    async def _start_gate(self, run: _Run) -> None:
+        """Wait at the start gate; an abort meanwhile ends the wait (the run then stops)."""
+        run.starting = asyncio.ensure_future(self.starts.turn())
+        try:
+            await run.starting
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not run.aborted or (task is not None and task.cancelling()):
+                raise  # the run itself was cancelled (a shutdown), not only its wait
+        finally:
+            run.starting = None
 
     async def _release_waiters(
         self,

@@ -356,17 +356,17 @@ async def test_a_tool_gets_its_call_id_as_an_idempotency_key(
 
 
 class _HeldGate(StartGate):
-    """A start gate that holds every answer until ``open`` is set."""
+    """A start gate that never lets an answer through (titles go at once)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.open = asyncio.Event()
         self.asked = 0
 
-    async def turn(self, *, after_answers: bool = False) -> None:
-        if not after_answers:
-            self.asked += 1
-            await self.open.wait()
+    def ask(self, *, after_answers: bool = False) -> asyncio.Future[None] | None:
+        if after_answers:
+            return None
+        self.asked += 1
+        return asyncio.get_running_loop().create_future()
 
 
 async def test_a_run_waiting_at_the_start_gate_is_busy_and_an_abort_ends_it_at_once(

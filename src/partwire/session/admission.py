@@ -54,22 +54,26 @@ class StartGate:
         """Return when this start may go ahead (GET /metrics: partwire_start_wait_seconds).
         ``after_answers`` (a title request): at once while nothing waits, else after every
         answer waiting, and never taking the quiet spell's pass an answer would get."""
+        admitted = self.ask(after_answers=after_answers)
+        if admitted is not None:
+            await admitted
+
+    def ask(self, *, after_answers: bool = False) -> asyncio.Future[None] | None:
+        """As ``turn``, without a coroutine: None when the start may go at once, else the
+        future the probe resolves (cancelling it gives the place up)."""
         loop = asyncio.get_running_loop()
         asked = loop.time()
         if after_answers and not self._waiting and not self._after:
-            return
+            return None
         if not after_answers and not self._waiting and asked - self._last_start >= self.quiet_s:
             self._last_start = asked  # the first start in a while: nothing to wait for
             metrics.count_start_wait(0.0)
-            return
+            return None
         admitted: asyncio.Future[None] = loop.create_future()
         (self._after if after_answers else self._waiting).append((admitted, asked))
         if self._probe is None:
             self._schedule(loop)
-        await admitted  # cancelled (an abort): the probe drops it
-        self._last_start = loop.time()
-        if not after_answers:
-            metrics.count_start_wait(self._last_start - asked)
+        return admitted
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
         self._due = loop.time() + self.probe_s
@@ -86,6 +90,9 @@ class StartGate:
             if now - self._due < self.busy_turn_s or now - since >= self.longest_wait_s:
                 queue.popleft()
                 admitted.set_result(None)
+                self._last_start = now
+                if queue is self._waiting:
+                    metrics.count_start_wait(now - since)
         self._probe = None
         if self._waiting or self._after:
             self._schedule(loop)

@@ -419,7 +419,9 @@ class SessionLoop:
 
     async def _start_gate(self, run: _Run) -> None:
         """Wait at the start gate; an abort meanwhile ends the wait (the run then stops)."""
-        run.starting = asyncio.ensure_future(self.starts.turn())
+        run.starting = self.starts.ask()
+        if run.starting is None:
+            return
         try:
             await run.starting
         except asyncio.CancelledError:

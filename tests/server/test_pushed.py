@@ -15,6 +15,7 @@ from partwire.server.pushed import (
     SERVER_SEND,
     Opening,
     PushedStream,
+    chunk_writer,
     keeping_server_send,
     render_each,
 )
@@ -257,3 +258,74 @@ async def test_a_client_gone_while_a_send_waits_ends_the_stream_and_nothing_more
     bus.publish(_idle(2))
     await client.release()  # the waiting send ends as the connection closes
     assert client.bodies() == ["opened\n\n", _frame(_idle(1))]
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+class _Flow:
+    write_paused = False
+
+
+class ChunkedServer(Client):
+    """Client, shaped as uvicorn's httptools cycle once its response started chunked: the
+    stream writes live events to ``transport`` itself while ``send`` would only write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transport, self.flow = _Transport(), _Flow()
+        self.chunked_encoding = True
+        self.scope = {"method": "GET"}
+        self.disconnected = self.response_complete = False
+
+
+def test_a_chunk_is_written_as_uvicorns_send_would_and_refused_when_send_would_do_more() -> None:
+    server = ChunkedServer()
+    write = chunk_writer(server.send)
+    assert write is not None
+    assert write("data: é\n\n".encode())
+    assert write(b"")  # nothing to write: an empty chunk would end the response
+    assert server.transport.written == [b"a\r\ndata: \xc3\xa9\n\n\r\n"]
+    for name, flag in (("flow", "write_paused"), ("server", "disconnected"),
+                       ("server", "response_complete")):  # fmt: skip
+        holder = server.flow if name == "flow" else server
+        setattr(holder, flag, True)
+        assert not write(b"data: x\n\n")
+        setattr(holder, flag, False)
+    assert len(server.transport.written) == 1
+
+
+def test_no_chunk_writer_for_another_server_or_a_response_that_is_not_chunked() -> None:
+    assert chunk_writer(Client().send) is None  # no transport: any other ASGI server
+
+    async def plain(message: Message) -> None: ...
+
+    assert chunk_writer(plain) is None
+    for change in ({"chunked_encoding": False}, {"scope": {"method": "HEAD"}}):
+        server = ChunkedServer()
+        server.__dict__.update(change)
+        assert chunk_writer(server.send) is None
+
+
+async def test_live_events_are_written_to_the_connection_and_sent_while_its_buffer_is_full() -> (
+    None
+):
+    bus, server = Bus(), ChunkedServer()
+    task = await _served(_stream(bus.subscribe_all()), server)
+    bus.publish(_idle(1))
+    await asyncio.sleep(0)
+    assert server.transport.written == [
+        b"%x\r\n%b\r\n" % (len(_frame(_idle(1))), _frame(_idle(1)).encode())
+    ]
+    server.flow.write_paused = True  # the client reads slowly: send waits for the drain
+    bus.publish(_idle(2))
+    await asyncio.sleep(0)
+    assert server.bodies() == ["opened\n\n", _frame(_idle(2))]
+    assert len(server.transport.written) == 1
+    server.gone.set()
+    await asyncio.wait_for(task, 5)

@@ -137,6 +137,7 @@ class _Live:
         self.last_sent = self.loop.time()
         self.beat: asyncio.TimerHandle | None = None
         self.stopped = False  # the response's task sends from here on, or nobody does
+        self.write = chunk_writer(send)
         self._arm(stream.heartbeat_s)
         stream.subscription.push_to(self.flush, contextvars.copy_context())
         self.flush()  # what arrived while the opening was sent
@@ -159,6 +160,8 @@ class _Live:
 
     def _send(self, text: str) -> None:
         self.last_sent = self.loop.time()
+        if self.write is not None and self.write(text.encode()):
+            return
         sent = self.send(_body(text))
         if not isinstance(sent, CoroutineType):  # an ASGI server's send that is no coroutine
             sent = _awaited(sent)
@@ -230,6 +233,36 @@ async def _awaited(awaitable: Awaitable[None]) -> None:
 async def _disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def chunk_writer(send: Send) -> Callable[[bytes], bool] | None:
+    """A body chunk written straight to the connection, for uvicorn's HTTP/1.1 (httptools)
+    server once its response has started chunked: what its ``send`` does for a body
+    message, without the message, the coroutine and the checks each time (per client per
+    token). The writer returns False, writing nothing, whenever ``send`` would do more
+    than write: the socket's buffer is full (``send`` waits), the client is gone or the
+    response ended; the caller then sends as usual. None for any other server."""
+    cycle = getattr(send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    flow = getattr(cycle, "flow", None)
+    if (
+        transport is None
+        or flow is None
+        or getattr(cycle, "chunked_encoding", None) is not True
+        or getattr(cycle, "scope", {}).get("method") == "HEAD"
+        or not all(hasattr(cycle, name) for name in ("disconnected", "response_complete"))
+        or not hasattr(flow, "write_paused")
+    ):
+        return None
+
+    def write(body: bytes) -> bool:
+        if flow.write_paused or cycle.disconnected or cycle.response_complete:
+            return False
+        if body:  # an empty chunk would end the response
+            transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+        return True
+
+    return write
 
 
 def _body(text: str) -> Message:

@@ -242,7 +242,7 @@ def chunk_writer(send: Send) -> Callable[[bytes], bool] | None:
     token). The writer returns False, writing nothing, whenever ``send`` would do more
     than write: the socket's buffer is full (``send`` waits), the client is gone or the
     response ended; the caller then sends as usual. None for any other server."""
-    cycle = getattr(send, "__self__", None)
+    cycle: Any = getattr(send, "__self__", None)
     transport = getattr(cycle, "transport", None)
     flow = getattr(cycle, "flow", None)
     if (

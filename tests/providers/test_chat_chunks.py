@@ -148,3 +148,49 @@ def test_events_fed_one_a_read_split_as_the_whole_stream_does(
     splitter = SseSplitter()
     got = [data for read in reads for data in splitter.feed(read)] + splitter.close()
     assert got == expected
+
+
+class _FieldByField(ChunkDecoder):
+    """The decoder without its way for a chunk of more text: each read field by field."""
+
+    def _more_text(self, chunk: dict[str, Any]) -> str | None:
+        return None
+
+
+_DELTAS = st.sampled_from(
+    [
+        {"content": "a"},
+        {"role": "assistant", "content": "b "},
+        {"content": ""},
+        {"content": None},
+        {"content": "c", "reasoning_content": "r"},
+        {"reasoning": "think"},
+        {"content": "<think>x</think>y"},
+        {"content": "d", "refusal": None},
+        {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{"}}]},
+        {},
+    ]
+)
+_CHUNKS = st.one_of(
+    _DELTAS.map(chunk),
+    st.tuples(_DELTAS, st.sampled_from(["stop", "length"])).map(lambda d: chunk(*d)),
+    _DELTAS.map(lambda d: {**chunk(d), "usage": {"prompt_tokens": 3, "completion_tokens": 2}}),
+    _DELTAS.map(lambda d: {"choices": [{"index": 1, "delta": d}]}),
+    _DELTAS.map(lambda d: {"choices": [chunk(d)["choices"][0], {"index": 1, "delta": d}]}),
+    st.just({"choices": []}),
+)
+
+
+@given(st.lists(_CHUNKS, max_size=12))
+def test_a_chunk_of_more_text_decodes_as_reading_it_field_by_field(
+    chunks: list[dict[str, Any]],
+) -> None:
+    fast, slow = ChunkDecoder("openai"), _FieldByField("openai")
+    for c in chunks:
+        assert fast.feed(c) == slow.feed(c)
+    assert fast.finish() == slow.finish()
+    assert (fast.usage, fast.finish_reason, fast.reason()) == (
+        slow.usage,
+        slow.finish_reason,
+        slow.reason(),
+    )

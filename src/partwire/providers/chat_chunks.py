@@ -48,6 +48,7 @@ from partwire.providers.stream import (
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 _REASONING_FIELDS = ("reasoning", "reasoning_content")
+_TEXT_ONLY = frozenset(("content", "role", "refusal"))  # a delta with only these: text
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
@@ -147,6 +148,9 @@ class ChunkDecoder:
         return self.feed(chunk) if isinstance(chunk, dict) else []
 
     def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        text = self._more_text(chunk)
+        if text is not None:
+            return [TextDelta(self._open, text)]  # type: ignore[arg-type]  # open: checked
         if chunk.get("error"):
             self.error = _stream_error(chunk["error"])
             return []
@@ -170,6 +174,23 @@ class ChunkDecoder:
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         return events
+
+    def _more_text(self, chunk: dict[str, Any]) -> str | None:
+        """The text of a chunk that only carries more of the text part already open (most
+        chunks: one per token), else None, and ``feed`` reads the chunk field by field."""
+        if self._open_kind != "text" or self._after_think or chunk.get("usage"):
+            return None
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or chunk.get("error"):
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason"):
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict or not _TEXT_ONLY.issuperset(delta):
+            return None
+        content = delta.get("content")
+        return content if type(content) is str and content else None
 
     def finish(self) -> list[StreamEvent]:
         events = self._flush_head()

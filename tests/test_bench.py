@@ -348,3 +348,33 @@ async def test_timetravel_bench_prints_its_forks_and_a_replay() -> None:
     assert lines[6] == "replay: 3 prompts, demo model, recorded tools"
     replay = re.split(r"\s{2,}", lines[8].strip())
     assert replay[:2] == ["recorded tools", "3"] and float(replay[2]) > 0
+
+
+async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio() -> None:
+    src = str(ROOT / "src")
+    out = await run_bench(
+        "pair.py", src, src, "--sessions", "3", "--tokens", "400", "--rate", "150",
+        "--rounds", "2", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].startswith("partwire pair") and "3 sessions on each server" in lines[0]
+    rows = [row.split() for row in lines[3:5]]
+    assert [row[0] for row in rows] == ["1", "2"]
+    for row in rows:  # CPU per delta of each build, their ratio, each build's p99
+        a_us, b_us, ratio, a_p99, b_p99 = map(float, row[1:])
+        assert a_us > 0 and b_us > 0 and ratio == pytest.approx(b_us / a_us, abs=0.002)
+        assert a_p99 > 0 and b_p99 > 0
+    assert lines[5].startswith("median B/A: ")
+
+
+async def test_pair_bench_refuses_a_load_too_short_to_measure() -> None:
+    src = str(ROOT / "src")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "pair.py"), src, src, "--tokens", "50",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode != 0 and out == b""
+    assert "must stream together for a second" in err.decode()
+    assert "Traceback" not in err.decode()

@@ -14,6 +14,7 @@ text to the ASGI ``send``, run at once. The send does not wait in the usual case
 writes to the socket and returns); when it does (the client reads slowly and the socket's
 buffer is full), it is resumed when what it waits for is done, and events meanwhile stay
 in the subscription's bounded queue, merged or ended with "too far behind" as before.
+Under uvicorn even the send is skipped while it would only write (``chunk_writer``).
 The response's task only waits for the stream's end: the client gone, the subscription
 closed (shutdown, revoked access, a client too far behind), or a failed send.
 """

@@ -1,0 +1,208 @@
+"""Two builds of the server side by side under one load: which spends less CPU per delta.
+
+    python bench/pair.py A_SRC B_SRC [--sessions 100] [--rounds 3] [--watch session|event]
+                                     [--tokens 500] [--rate 100] [--stagger-ms 5]
+
+On a shared machine a step's CPU moves by up to a fifth between runs of the same build
+(bench/capacity.py), so a change worth a few percent cannot be seen by running one build
+after the other. Here both run at once: A_SRC and B_SRC are the ``src`` folders of two
+checkouts (``git worktree add ../before HEAD~1``, say), each served by this tree's
+bench/_server.py, with the same mock model (bench/_mock_paced.py) and this one client.
+Each round starts a fresh server of each build and ``--sessions`` sessions on each,
+prompted in turn (A, B, A, B, ...) ``--stagger-ms`` apart, followed on GET /event or
+(``--watch session``) each on its own part-frame stream; each server's CPU is read over
+the window where every session streams, and each build's deltas are timed from the mock
+model's write to the client's read. Whatever slows the machine meanwhile slows both.
+
+The table shows, per round, each build's CPU per delta (µs) and p99 latency, and B's CPU
+over A's; the last line the median ratio. Rounds alternate which build's server starts
+first. Run it with the same folder twice (A/A) to see how far apart the method's own
+readings fall on the machine at hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
+from capacity import _check_all_read, _cpu_s, _p99, model_sent, paced_model_process  # noqa: E402
+from stream import _free_port, _wait_ready, aligned  # noqa: E402
+
+SETTLE_S = 0.5  # after the last prompt, before the CPU window opens
+
+
+@dataclass
+class Build:
+    """One build's server in a round: its URL, pid and sessions."""
+
+    name: str
+    url: str
+    pid: int
+    sessions: list[str]
+
+
+@dataclass
+class Reading:
+    cpu_us: dict[str, float]  # CPU per delta over the window, by build name
+    p99_ms: dict[str, float]
+
+
+@asynccontextmanager
+async def serving(src: Path, model_port: int) -> AsyncIterator[tuple[str, int]]:
+    """bench/_server.py of this tree on the build in ``src``, the mock model its provider."""
+    port = _free_port()
+    config = {
+        "model": "mock/paced",
+        "provider": {"mock": {"options": {"baseURL": f"http://127.0.0.1:{model_port}/v1"}}},
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="partwire-pair-") as data,
+        tempfile.TemporaryDirectory(prefix="partwire-pair-project-") as project,
+    ):
+        await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
+        server = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bench" / "_server.py"),
+            "--port", str(port), "--data", data, "--project", project,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(src)},
+        )  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}"
+            async with httpx.AsyncClient(base_url=url) as http:
+                await _wait_ready(http)
+            yield url, server.pid
+        finally:
+            server.terminate()
+            await asyncio.wait_for(server.wait(), 10)
+
+
+async def _prepare(name: str, url: str, pid: int, sessions: int) -> Build:
+    """One answer first (not measured: the provider SDK loads), then the sessions."""
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        warm = (await http.post("/session", json={})).json()["id"]
+        await follow(int(url.rsplit(":", 1)[1]), [(url, warm)], {})
+        ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
+    return Build(name, url, pid, ids)
+
+
+async def _window_cpu(builds: list[Build], open_s: float, length_s: float) -> dict[str, float]:
+    """Each server's CPU seconds per wall second over the window."""
+    await asyncio.sleep(open_s)
+    before, start = {b.name: _cpu_s(b.pid) for b in builds}, time.monotonic()
+    await asyncio.sleep(length_s)
+    wall = time.monotonic() - start
+    return {b.name: (_cpu_s(b.pid) - before[b.name]) / wall for b in builds}
+
+
+async def _stream_all(
+    builds: list[Build], watch: str, stagger_s: float
+) -> dict[str, dict[str, int]]:
+    """Prompt every session, A's and B's in turn; note when each delta reached us, by build."""
+    received: dict[str, dict[str, int]] = {b.name: {} for b in builds}
+
+    def start_at(offset_s: float) -> Starter:
+        async def start(prompts: list[tuple[str, str]], _: float) -> None:
+            await asyncio.sleep(offset_s)  # this build's turns fall between the other's
+            await prompt_all(prompts, stagger_s * len(builds))
+
+        return start
+
+    runs = []
+    for n, build in enumerate(builds):
+        prompts = [(build.url, sid) for sid in build.sessions]
+        start = start_at(n * stagger_s)
+        if watch == "session":
+            runs.append(watch_sessions(prompts, received[build.name], 0.0, start))
+        else:
+            port = int(build.url.rsplit(":", 1)[1])
+            runs.append(follow(port, prompts, received[build.name], 0.0, start))
+    await asyncio.gather(*runs)
+    return received
+
+
+async def one_round(sources: dict[str, Path], args: argparse.Namespace) -> Reading:
+    stagger_s = args.stagger_ms / 1000
+    prompts = args.sessions * len(sources)
+    open_s = stagger_s * prompts + SETTLE_S
+    length_s = args.tokens / args.rate - open_s - SETTLE_S
+    async with paced_model_process(args.tokens, args.rate) as mock, AsyncExitStack() as stack:
+        builds = []
+        for name, src in sources.items():
+            url, pid = await stack.enter_async_context(serving(src, mock.port))
+            builds.append(await _prepare(name, url, pid, args.sessions))
+        builds.sort(key=lambda b: b.name)
+        async with httpx.AsyncClient(timeout=30) as http:
+            await model_sent(http, mock.port)  # the warm-up's words: not this round's
+            window = asyncio.ensure_future(_window_cpu(builds, open_s, length_s))
+            received = await _stream_all(builds, args.watch, stagger_s)
+            cpus = await window
+            emits = await model_sent(http, mock.port)
+    for got in received.values():  # every delta of every session, on each build
+        _check_all_read(got, args.sessions, args.tokens)
+    rate = args.sessions * args.rate  # deltas a second on each server while all stream
+    p99 = {
+        name: _p99([(at - emits[d]) / 1e6 for d, at in got.items() if d in emits]) or 0.0
+        for name, got in received.items()
+    }
+    return Reading({n: c * 1e6 / rate for n, c in cpus.items()}, p99)
+
+
+def _check(args: argparse.Namespace) -> None:
+    prompts_s = args.stagger_ms / 1000 * args.sessions * 2
+    if args.tokens / args.rate - prompts_s - 2 * SETTLE_S < 1.0:
+        raise SystemExit(
+            "bench/pair.py: every session must stream together for a second at least: "
+            "more --tokens, or fewer --sessions or --stagger-ms"
+        )
+    for src in (args.a, args.b):
+        if not (src / "partwire" / "__init__.py").is_file():
+            raise SystemExit(f"bench/pair.py: {src} is no src folder (no partwire/ in it)")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("a", type=Path, help="build A's src folder")
+    parser.add_argument("b", type=Path, help="build B's src folder")
+    parser.add_argument("--sessions", type=int, default=100, help="on each server")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--watch", choices=["event", "session"], default="session")
+    parser.add_argument("--tokens", type=int, default=500)
+    parser.add_argument("--rate", type=float, default=100, help="tokens/s of each session")
+    parser.add_argument("--stagger-ms", type=float, default=5)
+    args = parser.parse_args()
+    args.a, args.b = args.a.resolve(), args.b.resolve()
+    _check(args)
+    print(f"partwire pair — {os.cpu_count()} cores, {args.sessions} sessions on each server, "
+          f"{args.rate:g} tokens/s, watch {args.watch}; A {args.a}, B {args.b}")  # fmt: skip
+    rows, ratios = [], []
+    for n in range(args.rounds):
+        order = {"A": args.a, "B": args.b} if n % 2 == 0 else {"B": args.b, "A": args.a}
+        reading = await one_round(order, args)
+        ratio = reading.cpu_us["B"] / reading.cpu_us["A"]
+        ratios.append(ratio)
+        cpu, p99 = reading.cpu_us, reading.p99_ms
+        rows.append((str(n + 1), f"{cpu['A']:.1f}", f"{cpu['B']:.1f}", f"{ratio:.3f}",
+                     f"{p99['A']:.1f}", f"{p99['B']:.1f}"))  # fmt: skip
+    head = ("round", "A µs/delta", "B µs/delta", "B/A", "A p99 ms", "B p99 ms")
+    print(aligned([head, *rows]))
+    print(f"median B/A: {statistics.median(ratios):.3f} (CPU per delta, {args.rounds} rounds)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -163,9 +163,12 @@ async def paced_model_process(tokens: int, rate: float) -> AsyncIterator[Mock]:
 
 
 @asynccontextmanager
-async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]]:
+async def serving(
+    model_port: int, *extra: str, src: Path = ROOT / "src"
+) -> AsyncIterator[tuple[str, int]]:
     """A fresh bench/_server.py (``extra`` arguments added) with the mock model as its
-    provider: its URL and pid, once it answers."""
+    provider, on the partwire in ``src`` (this tree's by default): its URL and pid, once
+    it answers."""
     port = _free_port()
     config = {
         "model": "mock/paced",
@@ -180,7 +183,7 @@ async def serving(model_port: int, *extra: str) -> AsyncIterator[tuple[str, int]
             sys.executable, str(ROOT / "bench" / "_server.py"),
             "--port", str(port), "--data", data, "--project", project, *extra,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            env={**os.environ, "PYTHONPATH": str(src)},
         )  # fmt: skip
         try:
             url = f"http://127.0.0.1:{port}"

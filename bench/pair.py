@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
-from capacity import _check_all_read, _cpu_s, _p99, model_sent, paced_model_process  # noqa: E402
-from stream import _free_port, _wait_ready, aligned  # noqa: E402
+from capacity import (  # noqa: E402
+    _check_all_read,
+    _cpu_s,
+    _p99,
+    model_sent,
+    paced_model_process,
+    serving,
+)
+from stream import aligned  # noqa: E402
 
 SETTLE_S = 0.5  # after the last prompt, before the CPU window opens
 
@@ -61,35 +65,6 @@ class Build:
 class Reading:
     cpu_us: dict[str, float]  # CPU per delta over the window, by build name
     p99_ms: dict[str, float]
-
-
-@asynccontextmanager
-async def serving(src: Path, model_port: int) -> AsyncIterator[tuple[str, int]]:
-    """bench/_server.py of this tree on the build in ``src``, the mock model its provider."""
-    port = _free_port()
-    config = {
-        "model": "mock/paced",
-        "provider": {"mock": {"options": {"baseURL": f"http://127.0.0.1:{model_port}/v1"}}},
-    }
-    with (
-        tempfile.TemporaryDirectory(prefix="partwire-pair-") as data,
-        tempfile.TemporaryDirectory(prefix="partwire-pair-project-") as project,
-    ):
-        await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
-        server = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bench" / "_server.py"),
-            "--port", str(port), "--data", data, "--project", project,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(src)},
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient(base_url=url) as http:
-                await _wait_ready(http)
-            yield url, server.pid
-        finally:
-            server.terminate()
-            await asyncio.wait_for(server.wait(), 10)
 
 
 async def _prepare(name: str, url: str, pid: int, sessions: int) -> Build:
@@ -144,7 +119,7 @@ async def one_round(sources: dict[str, Path], args: argparse.Namespace) -> Readi
     async with paced_model_process(args.tokens, args.rate) as mock, AsyncExitStack() as stack:
         builds = []
         for name, src in sources.items():
-            url, pid = await stack.enter_async_context(serving(src, mock.port))
+            url, pid = await stack.enter_async_context(serving(mock.port, src=src))
             builds.append(await _prepare(name, url, pid, args.sessions))
         builds.sort(key=lambda b: b.name)
         async with httpx.AsyncClient(timeout=30) as http:

@@ -350,14 +350,16 @@ async def test_timetravel_bench_prints_its_forks_and_a_replay() -> None:
     assert replay[:2] == ["recorded tools", "3"] and float(replay[2]) > 0
 
 
-async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio() -> None:
+@pytest.mark.parametrize("watch", ["session", "event"])
+async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio(watch: str) -> None:
     src = str(ROOT / "src")
     out = await run_bench(
         "pair.py", src, src, "--sessions", "3", "--tokens", "400", "--rate", "150",
-        "--rounds", "2", limit_s=180,
+        "--rounds", "2", "--watch", watch, limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
     assert lines[0].startswith("partwire pair") and "3 sessions on each server" in lines[0]
+    assert f"watch {watch}" in lines[0]
     rows = [row.split() for row in lines[3:5]]
     assert [row[0] for row in rows] == ["1", "2"]
     for row in rows:  # CPU per delta of each build, their ratio, each build's p99

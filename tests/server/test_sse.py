@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from partwire.config import Settings
+from partwire.server import pushed
 from partwire.server.app import create_app
 from partwire.server.runner import serve_in_background
 from partwire.storage.writes import EventPrune
@@ -228,3 +229,27 @@ async def _resumed(http: httpx.AsyncClient, cursor: str) -> list[dict[str, Any]]
         frames = read_frames(response, until="session.idle")
         assert (await anext(frames))["event"]["type"] == "server.connected"
         return [f async for f in frames]
+
+
+async def test_uvicorns_live_chunks_are_written_to_the_connection_directly(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's direct write (pushed.chunk_writer) is taken under the real server: an
+    upgrade of uvicorn that renamed what it reads would turn it off and fail this."""
+    taken: list[bool] = []
+    real = pushed.chunk_writer
+
+    def noting(send: Any) -> Any:
+        writer = real(send)
+        taken.append(writer is not None)
+        return writer
+
+    monkeypatch.setattr(pushed, "chunk_writer", noting)
+    async with httpx.AsyncClient(base_url=server, timeout=30) as http:
+        async with http.stream("GET", "/event") as response:
+            frames = read_frames(response, until="session.idle")
+            await anext(frames)
+            await _prompt(http, "hello")
+            rest = [f async for f in frames]
+    assert taken == [True]
+    assert "message.part.delta" in {f["event"]["type"] for f in rest}

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
 from _ingest_feeder import IngestFeeder  # noqa: E402
-from _watchers import follow, prompt_all, watch_sessions  # noqa: E402
+from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
 from stream import _free_port, _wait_ready, aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
@@ -220,10 +220,7 @@ async def step(
             if cpu_quota is not None:
                 quotas.append(CpuQuota(pid, cpu_quota))
             port = int(url.rsplit(":", 1)[1])
-            # one answer first, not measured: the provider SDK loads, connections open
-            warm = (await http.post("/session", json={})).json()["id"]
-            await follow(port, [(url, warm)], {}, start=feeder or prompt_all)
-            ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
+            ids = await warmed_sessions(http, url, sessions, feeder or prompt_all)
             prompts = [(url, sid) for sid in ids]
             if loop_lag:
                 await http.get("/bench/stats", params={"reset_lag": "true"})
@@ -261,6 +258,16 @@ async def step(
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
         start_p99_ms=_p99([(firsts[s] - sent[s]) / 1e6 for s in sent if s in firsts]),
     )
+
+
+async def warmed_sessions(
+    http: httpx.AsyncClient, url: str, sessions: int, start: Starter = prompt_all
+) -> list[str]:
+    """One answer first, not measured (the provider SDK loads, connections open), then
+    ``sessions`` new sessions on the server at ``url``: their ids."""
+    warm = (await http.post("/session", json={})).json()["id"]
+    await follow(int(url.rsplit(":", 1)[1]), [(url, warm)], {}, start=start)
+    return [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
 
 
 def _p99(values: list[float]) -> float | None:

@@ -45,6 +45,7 @@ from capacity import (  # noqa: E402
     model_sent,
     paced_model_process,
     serving,
+    warmed_sessions,
 )
 from stream import aligned  # noqa: E402
 
@@ -68,12 +69,8 @@ class Reading:
 
 
 async def _prepare(name: str, url: str, pid: int, sessions: int) -> Build:
-    """One answer first (not measured: the provider SDK loads), then the sessions."""
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-        warm = (await http.post("/session", json={})).json()["id"]
-        await follow(int(url.rsplit(":", 1)[1]), [(url, warm)], {})
-        ids = [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
-    return Build(name, url, pid, ids)
+        return Build(name, url, pid, await warmed_sessions(http, url, sessions))
 
 
 async def _window_cpu(builds: list[Build], open_s: float, length_s: float) -> dict[str, float]:

@@ -3,6 +3,7 @@
     python bench/capacity.py [--rate 100] [--tokens 500] [--limit-ms 50] [--spread-s 1]
                              [--stagger-ms MS] [--watch event|session] [--via loop|ingest]
                              [--cpu-quota 1] [--loop-lag] [--max-sessions N] [--refine 3]
+                             [--split]
 
 Three kinds of process on loopback: a mock OpenAI-compatible model that streams every
 answer at ``--rate`` tokens/s (bench/_mock_paced.py), a fresh partwire server for each
@@ -31,6 +32,12 @@ needs root), so that the model and the client have the rest: the figure is then
 sessions per server core. ``--loop-lag`` also reports the p99 of how late a 1 ms timer
 fires on the server's event loop (the probe costs CPU of its own: leave it off for the
 CPU figures).
+
+``--split`` then runs the largest K under the bound once more with one-token answers
+(the same starts, streams opened and ends, next to no deltas) and splits the server's
+CPU at that K: what starting and ending an answer costs a session, what each delta costs
+beyond it, and the starts' share of the step's CPU. A capacity figure per session counts
+both; the split says which one to make cheaper.
 """
 
 from __future__ import annotations
@@ -119,6 +126,37 @@ class Step:
     others_cpus: float = 0.0  # the same for the mock model and this client together
     lag_p99_ms: float | None = None
     start_p99_ms: float | None = None  # from a prompt sent to its first delta read
+
+
+@dataclass
+class Split:
+    """A step's server CPU split by a step of one-token answers at the same K."""
+
+    sessions: int
+    start_ms: float  # server CPU a session, to start, stream one token and end
+    delta_us: float  # server CPU per delta beyond that
+    start_share: float  # the starts' share of the full step's server CPU (0..1)
+
+
+def split(full: Step, tokens: int, short: Step) -> Split:
+    """``full`` (``tokens`` an answer) against ``short`` (one token an answer, same K)."""
+    full_ms = full.cpu_ms_per_1k * full.deltas / 1000
+    short_ms = short.cpu_ms_per_1k * short.deltas / 1000
+    more_deltas = full.sessions * (tokens - 1)
+    return Split(
+        sessions=full.sessions,
+        start_ms=short_ms / short.sessions,
+        delta_us=max(full_ms - short_ms, 0.0) * 1000 / max(more_deltas, 1),
+        start_share=min(short_ms / full_ms, 1.0) if full_ms > 0 else 0.0,
+    )
+
+
+def split_line(parts: Split) -> str:
+    return (
+        f"at {parts.sessions} sessions: starting and ending an answer took "
+        f"{parts.start_ms:.2f} ms of server CPU a session, each delta {parts.delta_us:.0f} µs "
+        f"more; the starts were {parts.start_share:.0%} of the server's CPU"
+    )
 
 
 @dataclass
@@ -405,7 +443,14 @@ def _arguments() -> argparse.Namespace:
         default=REFINE,
         help="steps that narrow the bound once it is passed (0: none)",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="split the server's CPU at the largest K into answers' starts and deltas",
+    )
     args = parser.parse_args()
+    if args.split and args.tokens < 2:
+        sys.exit("--split: answers of at least 2 tokens (--tokens), to compare with one")
     if args.cpu_quota is not None:
         try:
             quota_root()
@@ -414,26 +459,48 @@ def _arguments() -> argparse.Namespace:
     return args
 
 
+def _measuring(
+    args: argparse.Namespace, mock: Mock, tokens: int
+) -> Callable[[int], Awaitable[Step]]:
+    """One step of K sessions answering ``tokens`` tokens, as the arguments say."""
+
+    async def measure(sessions: int) -> Step:
+        feeder = IngestFeeder(tokens, args.rate) if args.via == "ingest" else None
+        return await step(
+            sessions,
+            tokens,
+            Mock(mock.port, 0) if feeder else mock,
+            _stagger_s(args, sessions),
+            args.watch,
+            feeder=feeder,
+            rate=args.rate,
+            cpu_quota=args.cpu_quota,
+            loop_lag=args.loop_lag,
+        )
+
+    return measure
+
+
 async def main() -> None:
     args = _arguments()
     async with paced_model_process(args.tokens, args.rate) as mock:
-
-        async def measure(sessions: int) -> Step:
-            feeder = IngestFeeder(args.tokens, args.rate) if args.via == "ingest" else None
-            return await step(
-                sessions,
-                args.tokens,
-                Mock(mock.port, 0) if feeder else mock,
-                _stagger_s(args, sessions),
-                args.watch,
-                feeder=feeder,
-                rate=args.rate,
-                cpu_quota=args.cpu_quota,
-                loop_lag=args.loop_lag,
-            )
-
+        measure = _measuring(args, mock, args.tokens)
         measured = await search(measure, args.limit_ms, args.max_sessions, args.refine)
-    _report(args, sorted(measured, key=lambda s: s.sessions))
+    measured.sort(key=lambda s: s.sessions)
+    best = _largest_under(measured, args.limit_ms)
+    parts = None
+    if args.split and best is not None:
+        async with paced_model_process(1, args.rate) as short_mock:
+            short = await _measuring(args, short_mock, 1)(best.sessions)
+        parts = split(best, args.tokens, short)
+    _report(args, measured)
+    if parts is not None:
+        print(split_line(parts))
+
+
+def _largest_under(measured: list[Step], limit_ms: float) -> Step | None:
+    under = [s for s in measured if s.p99_ms <= limit_ms]
+    return max(under, key=lambda s: s.sessions) if under else None
 
 
 def _report(args: argparse.Namespace, measured: list[Step]) -> None:
@@ -450,9 +517,9 @@ def _report(args: argparse.Namespace, measured: list[Step]) -> None:
         + (f", the server held to {args.cpu_quota:g} CPUs" if args.cpu_quota else "")
     )
     print(table(measured))
-    under = [s for s in measured if s.p99_ms <= args.limit_ms]
-    best = max((s.sessions for s in under), default=0)
-    cpu = next((s.cpu_ms_per_1k for s in under if s.sessions == best), float("nan"))
+    largest = _largest_under(measured, args.limit_ms)
+    best = largest.sessions if largest is not None else 0
+    cpu = largest.cpu_ms_per_1k if largest is not None else float("nan")
     print(
         f"largest K with p99 <= {args.limit_ms:g} ms: {best} sessions "
         f"({cpu:.0f} ms CPU per 1k deltas there)"

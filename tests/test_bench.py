@@ -125,6 +125,44 @@ async def test_capacity_search_stops_where_the_steps_stop_and_when_the_first_fai
     assert [step.sessions for step in over] == [1]
 
 
+async def test_capacity_bench_splits_the_cpu_into_starts_and_deltas() -> None:
+    out = await run_bench(
+        "capacity.py", "--max-sessions", "1", "--tokens", "40", "--rate", "400", "--split",
+        limit_s=180,
+    )  # fmt: skip
+    found = re.search(
+        r"at 1 sessions: starting and ending an answer took ([\d.]+) ms of server CPU a "
+        r"session, each delta (\d+) µs more; the starts were (\d+)% of the server's CPU",
+        out.splitlines()[-1],
+    )
+    assert found is not None, out
+    assert float(found[1]) >= 0 and 0 <= int(found[3]) <= 100
+
+
+async def test_capacity_split_divides_the_cpu_by_what_the_short_answers_cost() -> None:
+    capacity = _bench_module("capacity")
+    # 10 sessions of 101 tokens: 1,010 deltas at 20 ms/1k = 20.2 ms of CPU in all
+    full = capacity.Step(10, 1010, 1.0, 2.0, 20.0)
+    short = capacity.Step(10, 10, 1.0, 2.0, 500.0)  # one token each: 5 ms of CPU
+    parts = capacity.split(full, 101, short)
+    assert parts.start_ms == pytest.approx(0.5)
+    assert parts.delta_us == pytest.approx((20.2 - 5.0) * 1000 / 1000)
+    assert parts.start_share == pytest.approx(5.0 / 20.2)
+    line = capacity.split_line(parts)
+    assert line.startswith("at 10 sessions: starting and ending an answer took 0.50 ms")
+    assert "each delta 15 µs more; the starts were 25% of the server's CPU" in line
+
+
+async def test_capacity_bench_refuses_a_split_of_one_token_answers() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "capacity.py"), "--tokens", "1", "--split",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode != 0
+    assert "--split: answers of at least 2 tokens" in err.decode()
+
+
 async def test_capacity_bench_says_what_limited_it() -> None:
     """A bound no step can meet: the first step passes it, and the bench names the limit."""
     out = await run_bench(

@@ -45,15 +45,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,12 +61,19 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
 from _ingest_feeder import IngestFeeder  # noqa: E402
-from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
-from stream import _free_port, _wait_ready, aligned  # noqa: E402
+from _processes import (  # noqa: E402
+    Mock,
+    cpu_s,
+    model_sent,
+    paced_model_process,
+    serving,
+    warmed_sessions,
+)
+from _watchers import follow, prompt_all, watch_sessions  # noqa: E402
+from stream import aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
 REFINE = 3  # halvings between the last K under the bound and the first over it
-TICKS = os.sysconf("SC_CLK_TCK")
 BUSY = 0.9  # a CPU busy this share of the step's time is the limit
 MOST_SESSIONS = 5000
 
@@ -159,80 +163,6 @@ def split_line(parts: Split) -> str:
     )
 
 
-@dataclass
-class Mock:
-    """The paced model process: its port and pid (0 when there is none: ``--via ingest``)."""
-
-    port: int
-    pid: int
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-@asynccontextmanager
-async def paced_model(tokens: int, rate: float) -> AsyncIterator[int]:
-    """bench/_mock_paced.py in its own process, answering ``tokens`` tokens at ``rate``
-    tokens/s: its port, once it listens."""
-    async with paced_model_process(tokens, rate) as mock:
-        yield mock.port
-
-
-@asynccontextmanager
-async def paced_model_process(tokens: int, rate: float) -> AsyncIterator[Mock]:
-    """As ``paced_model``: the port and the pid."""
-    port = _free_port()
-    model = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "_mock_paced.py"),
-        "--port", str(port), "--tokens", str(tokens), "--rate", str(rate),
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
-    )  # fmt: skip
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            await _wait_ready(http, "/")
-        yield Mock(port, model.pid)
-    finally:
-        model.terminate()
-        await model.wait()
-
-
-@asynccontextmanager
-async def serving(
-    model_port: int, *extra: str, src: Path = ROOT / "src"
-) -> AsyncIterator[tuple[str, int]]:
-    """A fresh bench/_server.py (``extra`` arguments added) with the mock model as its
-    provider, on the partwire in ``src`` (this tree's by default): its URL and pid, once
-    it answers."""
-    port = _free_port()
-    config = {
-        "model": "mock/paced",
-        "provider": {"mock": {"options": {"baseURL": f"http://127.0.0.1:{model_port}/v1"}}},
-    }
-    with (
-        tempfile.TemporaryDirectory(prefix="partwire-capacity-") as data,
-        tempfile.TemporaryDirectory(prefix="partwire-capacity-project-") as project,
-    ):
-        await asyncio.to_thread(Path(project, "partwire.json").write_text, json.dumps(config))
-        server = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bench" / "_server.py"),
-            "--port", str(port), "--data", data, "--project", project, *extra,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(src)},
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient(base_url=url) as http:
-                await _wait_ready(http)
-            yield url, server.pid
-        finally:
-            server.terminate()
-            await asyncio.wait_for(server.wait(), 10)
-
-
 async def step(
     sessions: int,
     tokens: int,
@@ -267,7 +197,7 @@ async def step(
             firsts: dict[str, int] = {}
             start = feeder or functools.partial(prompt_all, sent=sent)
             await model_sent(http, mock.port)  # the warm-up's words: not this step's
-            server_before = _cpu_s(pid)
+            server_before = cpu_s(pid)
             # the CPUs busy while every session streams: from the last start to the first end
             last_start_s = stagger_s * (sessions - 1)
             window = _busy_cpus(pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3)
@@ -276,7 +206,7 @@ async def step(
                 await watch_sessions(prompts, received, stagger_s, start, firsts)
             else:
                 await follow(port, prompts, received, stagger_s, start, firsts)
-            server_cpu = _cpu_s(pid) - server_before
+            server_cpu = cpu_s(pid) - server_before
             server_cpus, others_cpus = await sampling
             stats = (await http.get("/bench/stats")).json()
             emits = feeder.sent if feeder is not None else await model_sent(http, mock.port)
@@ -298,27 +228,9 @@ async def step(
     )
 
 
-async def warmed_sessions(
-    http: httpx.AsyncClient, url: str, sessions: int, start: Starter = prompt_all
-) -> list[str]:
-    """One answer first, not measured (the provider SDK loads, connections open), then
-    ``sessions`` new sessions on the server at ``url``: their ids."""
-    warm = (await http.post("/session", json={})).json()["id"]
-    await follow(int(url.rsplit(":", 1)[1]), [(url, warm)], {}, start=start)
-    return [(await http.post("/session", json={})).json()["id"] for _ in range(sessions)]
-
-
 def _p99(values: list[float]) -> float | None:
     ordered = sorted(values)
     return ordered[max(0, int(len(ordered) * 0.99) - 1)] if ordered else None
-
-
-async def model_sent(http: httpx.AsyncClient, model_port: int) -> dict[str, int]:
-    """When the mock model wrote each word since the last call (wall-clock ns, by word)."""
-    answer = await http.get(f"http://127.0.0.1:{model_port}/sent")
-    answer.raise_for_status()
-    sent: dict[str, int] = answer.json()
-    return sent
 
 
 def _check_all_read(received: dict[str, int], sessions: int, tokens: int) -> None:
@@ -340,17 +252,17 @@ async def _busy_cpus(
     if to_s - from_s < 0.5:
         from_s, to_s = 0.0, 0.5
     await asyncio.sleep(from_s)
-    server, others, start = _cpu_s(server_pid), _others_cpu_s(model_pid), time.monotonic()
+    server, others, start = cpu_s(server_pid), _others_cpu_s(model_pid), time.monotonic()
     await asyncio.sleep(to_s - from_s)
     wall = time.monotonic() - start
-    return (_cpu_s(server_pid) - server) / wall, (_others_cpu_s(model_pid) - others) / wall
+    return (cpu_s(server_pid) - server) / wall, (_others_cpu_s(model_pid) - others) / wall
 
 
 def _others_cpu_s(model_pid: int) -> float:
     """CPU seconds so far of what shares the machine with the server: the mock model (when
     there is one) and this client."""
     own = time.process_time()
-    return own + (_cpu_s(model_pid) if model_pid else 0.0)
+    return own + (cpu_s(model_pid) if model_pid else 0.0)
 
 
 def limit(step: Step, cpu_quota: float | None) -> str:

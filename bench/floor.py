@@ -49,7 +49,8 @@ from partwire.storage.cpu import CpuFollower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capacity import _cpu_s, paced_model, step
+from _processes import cpu_s, paced_model
+from capacity import step
 from stream import aligned
 
 VARIANTS = ("relay", "inline commit", "writer thread", "writer follows")
@@ -156,9 +157,9 @@ async def relay(variant: str, deltas: int, delay_s: float) -> float:
         )  # fmt: skip
         await model_connected
         await asyncio.sleep(0.4)
-        before = _cpu_s(os.getpid())
+        before = cpu_s(os.getpid())
         await reader_process.wait()
-        spent = _cpu_s(os.getpid()) - before
+        spent = cpu_s(os.getpid()) - before
         await model_process.wait()
         model_server.close()
     client_server.close()

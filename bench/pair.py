@@ -37,16 +37,15 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
-from capacity import (  # noqa: E402
-    _check_all_read,
-    _cpu_s,
-    _p99,
+from _processes import (  # noqa: E402
+    cpu_s,
     model_sent,
     paced_model_process,
     serving,
     warmed_sessions,
 )
+from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
+from capacity import _check_all_read, _p99  # noqa: E402
 from stream import aligned  # noqa: E402
 
 SETTLE_S = 0.5  # after the last prompt, before the CPU window opens
@@ -76,10 +75,10 @@ async def _prepare(name: str, url: str, pid: int, sessions: int) -> Build:
 async def _window_cpu(builds: list[Build], open_s: float, length_s: float) -> dict[str, float]:
     """Each server's CPU seconds per wall second over the window."""
     await asyncio.sleep(open_s)
-    before, start = {b.name: _cpu_s(b.pid) for b in builds}, time.monotonic()
+    before, start = {b.name: cpu_s(b.pid) for b in builds}, time.monotonic()
     await asyncio.sleep(length_s)
     wall = time.monotonic() - start
-    return {b.name: (_cpu_s(b.pid) - before[b.name]) / wall for b in builds}
+    return {b.name: (cpu_s(b.pid) - before[b.name]) / wall for b in builds}
 
 
 async def _stream_all(

@@ -45,15 +45,9 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
+from _processes import cpu_s, model_sent, serving  # noqa: E402
 from _watchers import follow, watch_sessions  # noqa: E402
-from capacity import (  # noqa: E402
-    REFINE,
-    Step,
-    _cpu_s,
-    model_sent,
-    search,
-    serving,
-)
+from capacity import REFINE, Step, search  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
@@ -108,12 +102,12 @@ async def _measured(
                 prompts.append((url, (await http.post(f"{url}/session", json={})).json()["id"]))
             received: dict[str, int] = {}
             await model_sent(http, model_port)  # the warm-up's words: not this step's
-            cpu_before = sum(_cpu_s(pid) for _, pid in servers)
+            cpu_before = sum(cpu_s(pid) for _, pid in servers)
             if watch == "session":  # each on the server it prompted through
                 await watch_sessions(prompts, received, stagger_s)
             else:
                 await follow(port, prompts, received, stagger_s)
-            cpu = sum(_cpu_s(pid) for _, pid in servers) - cpu_before
+            cpu = sum(cpu_s(pid) for _, pid in servers) - cpu_before
             emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(

@@ -87,8 +87,9 @@ async def _timed_replay(runtime: Runtime, session_id: str, prompts: int) -> tupl
     while True:
         messages = await runtime.store.list_messages(replay.id)
         asked = sum(1 for m in messages if m.info.role == "user")
-        if asked == prompts and not runtime.loop.is_busy(replay.id):
-            break
+        answered = messages[-1].info.role == "assistant" if messages else False
+        if asked == prompts and answered and not runtime.loop.is_busy(replay.id):
+            break  # (a prompt stored and its run not yet started: not done)
         await asyncio.sleep(0.001)
     return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 

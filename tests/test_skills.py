@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
 import pytest
 
+from partwire import skills
 from partwire.runtime import Runtime
 from partwire.schema.part import ToolPart
 from partwire.schema.tool_state import ToolStateCompleted
-from partwire.skills import discover
+from partwire.skills import Shelf, Skill, discover
 from tests import scripted
 from tests.reference import response_schema, validate_schema
 from tests.session.helpers import new_session, prompt_body
@@ -49,6 +51,31 @@ def test_discovery_reads_every_place_and_the_project_wins(project: Path, user_di
     assert skills["release"].description == "Cut a release (project)"
     assert skills["release"].content == "steps"
     assert skills["plain"].content == "plain steps"
+
+
+async def test_the_shelf_reads_the_disk_at_most_once_a_second_and_shares_a_read(
+    project: Path, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[Path] = []
+
+    def counted(project_dir: Path, user_config_dir: Path) -> list[Skill]:
+        reads.append(project_dir)
+        return discover(project_dir, user_config_dir)
+
+    monkeypatch.setattr(skills, "discover", counted)
+    write_skill(project, ".partwire/skills", "lint", "Lint the code", "lint steps")
+    shelf = Shelf()
+    together = await asyncio.gather(*(shelf.skills(project, user_dir) for _ in range(5)))
+    assert [[s.name for s in found] for found in together] == [["lint"]] * 5
+    assert len(reads) == 1  # five steps asking at once: one read
+    write_skill(project, ".partwire/skills", "review", "Review a change", "review steps")
+    assert [s.name for s in await shelf.skills(project, user_dir)] == ["lint"]  # fresh
+    assert len(reads) == 1
+    shelf.fresh_s = 0.0  # the second has passed: the disk is read again
+    assert [s.name for s in await shelf.skills(project, user_dir)] == ["lint", "review"]
+    assert len(reads) == 2
+    elsewhere = project / "elsewhere"
+    assert await Shelf().skills(elsewhere, user_dir) == []
 
 
 async def test_the_model_sees_the_skills_and_loads_one(

@@ -20,8 +20,6 @@ from partwire.session.replay import ToolsMode, prompts_of
 
 log = logging.getLogger(__name__)
 
-_running: set[asyncio.Task[None]] = set()
-
 
 async def start_replay(
     runtime: Runtime,
@@ -49,9 +47,8 @@ async def start_replay(
         SessionCreateInput(title=f"{source.title} (replay: {name})", metadata={"replayOf": origin}),
         owner=owner,
     )
-    task = asyncio.create_task(_send_all(project.loop, session.id, prompts, model))
-    _running.add(task)
-    task.add_done_callback(_running.discard)
+    # the runtime's: a replay still sending at the server's stop is cancelled with it
+    runtime.spawn(_send_all(project.loop, session.id, prompts, model), f"replay {session.id}")
     return session
 
 

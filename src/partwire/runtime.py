@@ -241,7 +241,10 @@ class Runtime:
         )
 
     def project_of(self, session: Session) -> Project:
-        """Sessions run in their own directory, whatever directory a request names."""
+        """Sessions run in their own directory, whatever directory a request names (most
+        in the server's own: found without resolving the path on disk)."""
+        if session.directory == str(self.settings.project_dir):
+            return self.projects[self.settings.project_dir]
         return self.project(session.directory)
 
     @contextlib.asynccontextmanager

@@ -9,7 +9,9 @@ description, or with front matter that does not parse, is skipped with a warning
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,10 @@ PROJECT_DIRS = (
     ".claude/skills",
 )
 USER_DIRS = ("skills", "skill")
+# Every step of every session lists the skills; they are read from disk at most this often
+# (a project's), so a SKILL.md added or edited is seen within it, and a busy server does
+# not walk seven folders on a thread for each step.
+FRESH_S = 1.0
 log = logging.getLogger(__name__)
 
 
@@ -74,6 +80,36 @@ def discover(project_dir: Path, user_config_dir: Path) -> list[Skill]:
     for folder in [project_dir / d for d in PROJECT_DIRS]:
         by_name.update((s.name, s) for s in _in(folder))
     return sorted(by_name.values(), key=lambda s: s.name)
+
+
+class Shelf:
+    """The skills as last read from disk, read again once older than ``fresh_s``; the
+    steps asking while a read runs share it."""
+
+    def __init__(self, fresh_s: float = FRESH_S) -> None:
+        self.fresh_s = fresh_s
+        self._read: tuple[tuple[Path, Path], float, list[Skill]] | None = None
+        self._reading: dict[tuple[Path, Path], asyncio.Task[list[Skill]]] = {}
+
+    async def skills(self, project_dir: Path, user_config_dir: Path) -> list[Skill]:
+        where = (project_dir, user_config_dir)
+        if self._read is not None:
+            read_where, read_at, skills = self._read
+            if read_where == where and time.monotonic() - read_at < self.fresh_s:
+                return list(skills)
+        reading = self._reading.get(where)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read_disk(where))
+            self._reading[where] = reading
+        return list(await asyncio.shield(reading))
+
+    async def _read_disk(self, where: tuple[Path, Path]) -> list[Skill]:
+        try:
+            skills = await asyncio.to_thread(discover, *where)
+        finally:
+            del self._reading[where]
+        self._read = (where, time.monotonic(), skills)
+        return skills
 
 
 def system_text(skills: list[Skill]) -> str:

@@ -9,8 +9,9 @@ import pytest
 
 from partwire.config import ProviderConfig
 from partwire.errors import ProviderError
+from partwire.providers import openai_chat
 from partwire.providers.failures import retry_after_s, status_error
-from partwire.providers.openai_chat import ChatClient, OpenAIChatModel, chat_body
+from partwire.providers.openai_chat import ChatClient, OpenAIChatModel, chat_body, encoded_body
 from partwire.providers.stream import (
     AssistantTurn,
     FileRef,
@@ -74,6 +75,19 @@ def test_a_conversation_maps_onto_chat_messages() -> None:
     assert request.tools[0].parameters == {"type": "object"}
     assert body["tool_choice"] == "auto"
     json.dumps(body)  # all of it is JSON
+
+
+def test_the_bytes_sent_are_the_body_and_the_tools_json_is_made_once_a_set() -> None:
+    tools = (ToolSpec("ls", "List", {"type": "object"}), ToolSpec("cat", "Print", {}))
+    first = ModelRequest(system="s", messages=(UserTurn(text="hi"),), tools=tools)
+    later = ModelRequest(system="s", messages=(UserTurn(text="and now?"),), tools=tools)
+    for request in (first, later):
+        body = chat_body("m", request)
+        assert json.loads(encoded_body(body, request.tools)) == body
+    made = [entry for entry in openai_chat._TOOLS_JSON.values() if entry[0] is tools]
+    assert len(made) == 1  # the second step's request reused the first one's tools JSON
+    bare = chat_body("m", ModelRequest(system="s", messages=(UserTurn(text="hi"),)))
+    assert json.loads(encoded_body(bare, ())) == bare
 
 
 def test_a_request_without_tools_sends_no_tool_fields() -> None:

@@ -19,6 +19,7 @@ class _Store:
 
     def __init__(self, *, full: bool = False) -> None:
         self.writes: list[tuple[str, Any]] = []
+        self.commits: list[list[str]] = []  # the kinds of rows each commit held
         self.full = full
 
     async def put_part(self, part: Any, events: list[Any], *, streaming: bool = False) -> None:
@@ -37,6 +38,37 @@ class _Store:
 
     def announce(self, events: list[Any]) -> None:
         self.writes.append(("announced", [event.type for event in events]))
+
+    def batch(self) -> _Batch:
+        return _Batch(self)
+
+
+class _Batch:
+    """Rows the writer groups into one commit: recorded in order when it commits."""
+
+    def __init__(self, store: _Store) -> None:
+        self.store = store
+        self.rows: list[tuple[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def put_part(self, part: Any, events: list[Any], *, streaming: bool = False) -> None:
+        self.rows.append(("part", part))
+
+    def put_message(self, info: Any, events: list[Any]) -> None:
+        self.rows.append(("message", info))
+
+    def add_spend(self, session_id: str, tokens: Any, cost: float) -> None:
+        self.rows.append(("spend", (tokens.output, cost)))
+
+    async def commit(self) -> None:
+        rows, self.rows = self.rows, []
+        if rows and self.store.full and any(kind == "part" for kind, _ in rows):
+            raise StorageError("the disk is full")
+        self.store.writes.extend(rows)
+        if rows:
+            self.store.commits.append([kind for kind, _ in rows])
 
 
 def _writer(store: _Store) -> tuple[StreamingMessageBuilder, MessageWriter]:
@@ -72,6 +104,8 @@ async def test_a_part_whole_at_once_is_written_once_and_the_message_ends_with_it
         ("message", "info"),
         ("spend", "info"),  # the session's totals grow by the message's usage
     ]
+    # the rows of one frame list between deltas are one commit: the step's end, the message's
+    assert store.commits[-2:] == [["part", "part"], ["message", "spend"]]
     info = store.writes[-2][1]
     assert info.tokens.total == 5 and info.cost == 0.5 and info.time.completed is not None
     assert store.writes[-1][1] == (2, 0.5)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from partwire.errors import NotFoundError
+from partwire.errors import IdConflictError, NotFoundError
 from partwire.schema.base import Tokens
 from partwire.schema.event import (
     MessageInfo,
@@ -24,9 +24,10 @@ from partwire.schema.event import (
 from partwire.schema.message import AssistantMessage, AssistantTime, MessagePath
 from partwire.schema.part import StreamTime, TextPart
 from partwire.schema.session import Session, SessionTime
+from partwire.session.writer import message_event, part_event
 from partwire.storage.base import EventLogGap
 from partwire.storage.postgres import PostgresStore
-from partwire.storage.sqlite import SqliteStore
+from partwire.storage.sqlite import SHORT_HISTORY_PARTS, SqliteStore
 from tests.storage.conftest import MakeStore, independent_read, independent_write
 from tests.storage.streaming import append
 
@@ -148,6 +149,64 @@ async def test_a_streaming_part_reads_as_row_plus_logged_deltas(store: SqliteSto
     await store.publish([])
     [entry] = await store.list_messages("ses_1")
     assert entry.parts[0].text == "a b c d"  # type: ignore[union-attr]
+
+
+async def test_a_batch_is_one_commit_and_lands_whole_or_not_at_all(store: SqliteStore) -> None:
+    sub = store.bus.subscribe_all()
+    await store.put_session(_session(), [])
+    before = store._writer.batches
+    batch = store.batch()
+    batch.put_message(_assistant(), [message_event(_assistant())])
+    batch.put_part(_text(text="hi"), [part_event(_text(text="hi"))])
+    batch.put_session(_session(), [SessionUpdated(SessionInfo(sessionID="ses_1", info=_session()))])
+    batch.add_spend("ses_1", Tokens(input=3, output=2), 0.5)
+    await batch.commit()
+    assert store._writer.batches - before == 1
+    kinds = [event.type for event in sub.drain()]
+    # each row's events in the order the rows were added; the spend tells of the session
+    assert kinds == [
+        "message.updated",
+        "message.part.updated",
+        "session.updated",
+        "session.updated",
+    ]
+    assert (await store.get_session("ses_1")).cost == 0.5
+    # a row whose id another session's message holds: none of the batch is written
+    await store.put_session(_session("ses_2"), [])
+    taken = _assistant().model_copy(update={"session_id": "ses_2"})
+    batch = store.batch()
+    batch.put_part(_text("prt_9", "lost"), [])
+    batch.put_message(taken, [])
+    with pytest.raises(IdConflictError):
+        await batch.commit()
+    assert independent_read(store, "SELECT COUNT(*) FROM part WHERE id = 'prt_9'") == (0,)
+    assert sub.drain() == []
+    await batch.commit()  # emptied: commits nothing
+
+
+async def test_a_short_history_is_read_without_a_thread_a_long_one_with(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.put_session(_session(), [])
+    await store.put_message(_assistant(), [])
+    for index in range(SHORT_HISTORY_PARTS):
+        await store.put_part(_text(f"prt_{index:03}", str(index)), [])
+    threaded: list[object] = []
+    read = store._readers.read
+
+    async def counted(query: Any) -> Any:
+        threaded.append(query)
+        return await read(query)
+
+    monkeypatch.setattr(store._readers, "read", counted)
+    [short] = await store.list_messages("ses_1")
+    on_loop = isinstance(store, PostgresStore) or not threaded
+    assert len(short.parts) == SHORT_HISTORY_PARTS and on_loop
+    await store.put_part(_text("prt_999", "one more"), [])
+    threaded.clear()
+    [long] = await store.list_messages("ses_1")
+    assert len(long.parts) == SHORT_HISTORY_PARTS + 1 and threaded
+    assert long.parts[-1].text == "one more"  # type: ignore[union-attr]
 
 
 async def test_missing_ids_raise_not_found(store: SqliteStore) -> None:

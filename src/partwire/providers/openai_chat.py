@@ -142,6 +142,27 @@ def chat_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
     return body
 
 
+# Each step's request offers the same tools (tools/base.py shares one ToolSpec a tool): their
+# JSON, ~10 KB for the built-in ones, is made once for each set of specs. The specs are held
+# with it, so an id in a key always names the spec it was made from.
+_TOOLS_JSON: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], str]] = {}
+_TOOLS_JSON_MOST = 64
+
+
+def encoded_body(body: dict[str, Any], tools: tuple[ToolSpec, ...]) -> bytes:
+    """``chat_body``'s result as the request's bytes; ``tools`` are the specs it offers."""
+    if "tools" not in body:
+        return json.dumps(body).encode()
+    key = tuple(map(id, tools))
+    found = _TOOLS_JSON.get(key)
+    if found is None:
+        if len(_TOOLS_JSON) >= _TOOLS_JSON_MOST:
+            _TOOLS_JSON.clear()
+        found = _TOOLS_JSON[key] = (tools, json.dumps(body["tools"]))
+    rest = json.dumps({name: value for name, value in body.items() if name != "tools"})
+    return f'{rest[:-1]}, "tools": {found[1]}}}'.encode()
+
+
 # ---- the HTTP client ------------------------------------------------------------------------
 
 
@@ -160,14 +181,16 @@ class ChatClient:
         self.config = config
         base = (config.base_url or "https://api.openai.com/v1").rstrip("/")
         self.url = f"{base}/chat/completions"
-        self.headers = {
+        headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "User-Agent": f"partwire/{__version__}",
             **config.headers,
         }
         if config.api_key:
-            self.headers["Authorization"] = f"Bearer {config.api_key}"
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        self.headers = httpx2.Headers(headers)
+        self._url = httpx2.URL(self.url)  # parsed once: each request's would parse it again
         self._http: httpx2.AsyncClient | None = None
 
     def _client(self) -> httpx2.AsyncClient:
@@ -181,13 +204,11 @@ class ChatClient:
             self._http = provider_http_client(**options) or httpx2.AsyncClient(**options)
         return self._http
 
-    async def open(self, body: dict[str, Any]) -> httpx2.Response:
+    async def open(self, body: bytes) -> httpx2.Response:
         """The streamed response once the provider accepted the request (body unread);
         ``Refused`` when it answered with an error status."""
         client = self._client()
-        request = client.build_request(
-            "POST", self.url, content=json.dumps(body).encode(), headers=self.headers
-        )
+        request = client.build_request("POST", self._url, content=body, headers=self.headers)
         response = await client.send(request, stream=True)
         if response.status_code < 400:
             return response
@@ -258,7 +279,7 @@ class OpenAIChatModel:
         decoder = ChunkDecoder(REASONING_PROVIDER)
         body = chat_body(self.model_id, request)
         try:
-            response = await self.client.open(body)
+            response = await self.client.open(encoded_body(body, request.tools))
         except Refused as refused:
             yield refused.error
             return

@@ -34,7 +34,7 @@ from partwire.schema.session import Session
 from partwire.session.agents import AGENTS
 from partwire.session.compaction import new_compaction_part
 from partwire.session.mentions import with_mentioned_files
-from partwire.session.writer import save_message, save_parts
+from partwire.session.writer import add_parts, message_event, save_message, save_parts
 from partwire.storage.base import Store
 
 TITLE_LENGTH = 60
@@ -108,8 +108,8 @@ async def store_user_message(
     agent: str,
     project_dir: Path,
 ) -> tuple[UserMessage, Session]:
-    """Write the user message, its parts, and the session's new title/updated time; the
-    message and the session as written.
+    """Write the user message, its parts, and the session's new title/updated time, in
+    one commit; the message and the session as written.
 
     The parts are built (and mentioned files read) first, so a bad part stores nothing.
     """
@@ -125,9 +125,13 @@ async def store_user_message(
     parts = [_part(draft, session.id, message.id) for draft in body.parts]
     parts += _mentions(body, session.id, message.id, parts)
     parts = await with_mentioned_files(parts, project_dir)
-    await save_message(store, message)
-    await save_parts(store, message, parts)
-    return message, await touch_session(store, session, _title_from(body))
+    batch = store.batch()
+    batch.put_message(message, [message_event(message)])
+    add_parts(batch, store, message, parts)
+    touched = _touched(session, _title_from(body))
+    batch.put_session(touched, [SessionUpdated(SessionInfo(session_id=touched.id, info=touched))])
+    await batch.commit()
+    return message, touched
 
 
 async def refuse_taken_ids(
@@ -148,12 +152,17 @@ async def refuse_taken_ids(
         seen.add(part_id)
 
 
-async def touch_session(store: Store, session: Session, title: str | None = None) -> Session:
-    """Bump time.updated; give an untitled session the first prompt as its title."""
+def _touched(session: Session, title: str | None) -> Session:
+    """``session`` with time.updated bumped, and an untitled one titled ``title``."""
     update: dict[str, object] = {"time": session.time.model_copy(update={"updated": now_ms()})}
     if title and session.title.startswith(UNTITLED_PREFIX):
         update["title"] = title
-    updated = session.model_copy(update=update)
+    return session.model_copy(update=update)
+
+
+async def touch_session(store: Store, session: Session, title: str | None = None) -> Session:
+    """Bump time.updated; give an untitled session the first prompt as its title."""
+    updated = _touched(session, title)
     await store.put_session(
         updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
     )

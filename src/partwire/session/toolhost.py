@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -15,7 +15,7 @@ from partwire.schema.event import TodoProps, TodoUpdated
 from partwire.schema.message import MessageWithParts
 from partwire.schema.part import ModelRef
 from partwire.schema.permission import Agent, QuestionInfo, Todo, ToolRef
-from partwire.skills import Skill, discover
+from partwire.skills import Shelf, Skill
 from partwire.storage.base import Store
 from partwire.tools.base import MetadataUpdate, TodoAccess, ToolContext
 
@@ -78,11 +78,13 @@ class ToolHost:
     settings: Settings
     editor: EditorFiles | None = None
     subtasks: ChildRuns | None = None
+    shelf: Shelf = field(default_factory=Shelf)
 
     async def skills(self) -> list[Skill]:
-        """The skills of this project (and the user's), read from disk each time."""
+        """The skills of this project (and the user's), as read from disk within the last
+        second (skills.FRESH_S)."""
         user_dir = user_config_dir(self.settings.source_env)
-        return await asyncio.to_thread(discover, self.settings.project_dir, user_dir)
+        return await self.shelf.skills(self.settings.project_dir, user_dir)
 
     def context(
         self,

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from partwire import metrics
 from partwire.clock import now_ms
@@ -33,7 +33,7 @@ from partwire.schema.event import (
 from partwire.schema.event import MessageInfo as MessageInfoProps
 from partwire.schema.message import AssistantMessage, Message
 from partwire.schema.part import Part
-from partwire.storage.base import Store
+from partwire.storage.base import Store, WriteBatch
 
 if TYPE_CHECKING:  # a prompt's parts are saved without loading the builder (a lean start)
     from partwire.builder import StreamingMessageBuilder
@@ -85,13 +85,21 @@ async def save_message(store: Store, info: Message) -> None:
 
 
 async def save_parts(store: Store, info: Message, parts: list[Part]) -> None:
-    """Parts whole at once (a prompt's, a note's) joining message ``info``: through the
-    builder, each written and published once."""
+    """Parts whole at once (a note's) joining message ``info``: through the builder, each
+    written and published once, in one commit."""
+    batch = store.batch()
+    add_parts(batch, store, info, parts)
+    await batch.commit()
+
+
+def add_parts(batch: WriteBatch, store: Store, info: Message, parts: list[Part]) -> None:
+    """``save_parts``, the rows added to ``batch`` (a prompt's: committed with its message
+    and its session's touch)."""
     from partwire.builder import StreamingMessageBuilder  # with the first prompt: a lean start
 
     builder = StreamingMessageBuilder(info.id, info.role, session_id=info.session_id)
     frames = [frame for part in parts for frame in builder.add_part(part)]
-    await MessageWriter(store, builder, info).write(frames)
+    MessageWriter(store, builder, info).add_rows(batch, frames)
 
 
 def _session_error(info: Message) -> Draft:
@@ -113,6 +121,11 @@ def completed_info(info: Message, built: BuiltMessage) -> Message:
             "time": info.time.model_copy(update={"completed": now_ms()}),
         }
     )
+
+
+def _usage_counted(info: Message, built: BuiltMessage) -> TypeGuard[AssistantMessage]:
+    """Whether an ended message used tokens or cost anything (an answer's, not a prompt's)."""
+    return isinstance(info, AssistantMessage) and bool(built.cost or built.tokens.counted)
 
 
 def _count_usage(info: AssistantMessage, built: BuiltMessage) -> None:
@@ -152,24 +165,42 @@ class MessageWriter:
         self._args_shown: dict[int, int] = {}  # … and how much of them the part shows
 
     async def write(self, frames: list[Frame]) -> None:
+        """The frames' rows, those between two text deltas in one commit."""
+        batch = self.store.batch()
+        completed: BuiltMessage | None = None
         for position, frame in enumerate(frames):
-            if frame.type == "part_start":
-                if _completed_next(frames, position):
-                    continue  # a part whole at once (a step's start): written once, complete
+            if frame.type == "part_delta" and frame.args_delta is None:
+                assert frame.delta is not None
+                await batch.commit()  # the rows before the delta, first
+                if (waiting := self.text_delta(frame.part_index, frame.delta)) is not None:
+                    await waiting
+                continue
+            self._add_row(batch, frames, position)
+            if frame.type == "message_complete":
+                completed = frame.message
+        await batch.commit()
+        if completed is not None and _usage_counted(self.info, completed):
+            _count_usage(self.info, completed)
+
+    def add_rows(self, batch: WriteBatch, frames: list[Frame]) -> None:
+        """The rows of ``frames`` (whole parts, no text deltas) added to ``batch``."""
+        for position in range(len(frames)):
+            self._add_row(batch, frames, position)
+
+    def _add_row(self, batch: WriteBatch, frames: list[Frame], position: int) -> None:
+        frame = frames[position]
+        if frame.type == "part_start":
+            if not _completed_next(frames, position):  # else written once, complete
                 streaming = frame.part.type in ("text", "reasoning")
-                await save_part(self.store, frame.part, streaming=streaming)
-            elif frame.type == "part_delta":
-                if frame.args_delta is not None:
-                    await self._args_delta(frame.part_index, frame.args_delta)
-                else:
-                    assert frame.delta is not None
-                    if (waiting := self.text_delta(frame.part_index, frame.delta)) is not None:
-                        await waiting
-            elif frame.type in ("part_update", "part_complete"):
-                self._pending.pop(frame.part_index, None)
-                await save_part(self.store, frame.part)
-            elif frame.type == "message_complete":
-                await self._complete(frame.message)
+                batch.put_part(frame.part, [part_event(frame.part)], streaming=streaming)
+        elif frame.type == "part_delta":
+            assert frame.args_delta is not None, "text deltas are not rows"
+            self._args_delta(batch, frame.part_index, frame.args_delta)
+        elif frame.type in ("part_update", "part_complete"):
+            self._pending.pop(frame.part_index, None)
+            batch.put_part(frame.part, [part_event(frame.part)])
+        elif frame.type == "message_complete":
+            self._complete(batch, frame.message)
 
     async def write_message_first(self, frames: list[Frame]) -> None:
         """The store refused a write (disk full, its lock held elsewhere): clients are told
@@ -231,20 +262,21 @@ class MessageWriter:
         rewrite = self.store.put_part(part.model_copy(update={"text": text}), [], streaming=True)
         return rewrite if waiting is None else _in_turn(waiting, rewrite)
 
-    async def _args_delta(self, index: int, delta: str) -> None:
+    def _args_delta(self, batch: WriteBatch, index: int, delta: str) -> None:
         total = self._args.get(index, 0) + len(delta)
         self._args[index] = total
         shown = self._args_shown.get(index, 0)
         if args_update_due(total - shown, shown):
             self._args_shown[index] = total
-            await save_part(self.store, self.builder.part(index))
+            part = self.builder.part(index)
+            batch.put_part(part, [part_event(part)])
 
-    async def _complete(self, built: BuiltMessage) -> None:
+    def _complete(self, batch: WriteBatch, built: BuiltMessage) -> None:
+        """The message's end, with its usage added to the session's totals."""
         self.info = completed_info(self.info, built)
-        await save_message(self.store, self.info)
-        if isinstance(self.info, AssistantMessage) and (built.cost or built.tokens.counted):
-            _count_usage(self.info, built)
-            await self.store.add_spend(self.info.session_id, built.tokens, built.cost)
+        batch.put_message(self.info, [message_event(self.info)])
+        if _usage_counted(self.info, built):
+            batch.add_spend(self.info.session_id, built.tokens, built.cost)
 
 
 async def _in_turn(*awaitables: Awaitable[None]) -> None:

@@ -5,9 +5,10 @@ A point read (a session, one message: rows found by their keys) runs on a read c
 of the loop's own: SQLite answers it from its page cache in a few microseconds, where
 handing it to a worker thread and back costs about 90 µs of CPU, and an answer makes about
 ten. It never waits for a lock (busy timeout 0: a reader in WAL mode waits only while the
-log is recovered); if it would, it goes to a thread, which waits. Reads of a whole
-history, or of the log, stay on worker threads. Postgres reads over the network: always on
-threads.
+log is recovered); if it would, it goes to a thread, which waits. A read that may be
+short or long (a history) checks on the loop and says when it is too long for it
+(``read_point_if``); the long ones, and reads of the log, stay on worker threads.
+Postgres reads over the network: always on threads.
 """
 
 from __future__ import annotations
@@ -81,3 +82,10 @@ class Readers:
                 if not locked(exc):
                     raise
         return await self.read(query)
+
+    async def read_point_if(self, query: Callable[[Conn], T | None]) -> T | None:
+        """``query`` on the loop, which returns None when the read is too large for it
+        (the caller then reads on a thread); None at once where no read runs on the loop."""
+        if self._loop_conn is None:
+            return None
+        return await self.read_point(query)

@@ -29,6 +29,7 @@ from partwire.schema.permission import Todo
 from partwire.schema.session import Session
 from partwire.storage import health
 from partwire.storage.base import EventLogGap
+from partwire.storage.batch import Batch
 from partwire.storage.connection import Conn
 from partwire.storage.health import (
     backup,
@@ -76,6 +77,23 @@ PRUNE_EVERY_BATCHES = 500
 # whole: with 1 KiB pages, appending one delta to the log costs about 1 KiB on disk, where
 # the default 4 KiB pages cost four times that (bench/stream.py --delay-ms).
 PAGE_SIZE = 1024
+
+
+# A history of at most this many parts, none of them streaming, is read on the loop's
+# thread (a point read: tens of microseconds, where a worker thread's hand-over and back
+# costs more); a longer one, or one whose streaming part needs the log's tail, on a thread.
+SHORT_HISTORY_PARTS = 64
+
+
+def _short_history(conn: Conn, session_id: str) -> list[MessageWithParts] | None:
+    parts, streaming = conn.execute(
+        "SELECT count(*), count(delta_seq) FROM "
+        "(SELECT delta_seq FROM part WHERE session_id = ? LIMIT ?)",
+        (session_id, SHORT_HISTORY_PARTS + 1),
+    ).fetchone()
+    if parts > SHORT_HISTORY_PARTS or streaming:
+        return None
+    return load_messages(conn, session_id, None)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -258,6 +276,9 @@ class SqliteStore:
         except IdTakenError as exc:
             raise IdConflictError(exc.field, exc.identifier) from None
 
+    def batch(self) -> Batch:
+        return Batch(self._submit)
+
     async def add_spend(self, session_id: str, tokens: Tokens, cost: float) -> None:
         await self._submit(SpendAdd(session_id=session_id, tokens=tokens, cost=cost))
 
@@ -352,6 +373,9 @@ class SqliteStore:
         return found[0]
 
     async def list_messages(self, session_id: str) -> list[MessageWithParts]:
+        short = await self._readers.read_point_if(lambda c: _short_history(c, session_id))
+        if short is not None:
+            return short
         return await self._readers.read(lambda c: load_messages(c, session_id, None))
 
     async def snapshot_messages(

@@ -1,7 +1,7 @@
 """Two builds of the server side by side under one load: which spends less CPU per delta.
 
     python bench/pair.py A_SRC B_SRC [--sessions 100] [--rounds 3] [--watch session|event]
-                                     [--tokens 500] [--rate 100] [--stagger-ms 5]
+                                     [--tokens 500] [--rate 100] [--stagger-ms 5] [--starts]
 
 On a shared machine a step's CPU moves by up to a fifth between runs of the same build
 (bench/capacity.py), so a change worth a few percent cannot be seen by running one build
@@ -18,6 +18,11 @@ The table shows, per round, each build's CPU per delta (µs) and p99 latency, an
 over A's; the last line the median ratio. Rounds alternate which build's server starts
 first. Run it with the same folder twice (A/A) to see how far apart the method's own
 readings fall on the machine at hand.
+
+``--starts`` weighs what the window above leaves out, an answer's start and end: every
+answer is one token (a prompt stored, a run started and ended, a title asked for), and
+each build's CPU is read over the whole round, from before the first prompt to shortly
+after the last answer, per answer.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ class Build:
 
 @dataclass
 class Reading:
-    cpu_us: dict[str, float]  # CPU per delta over the window, by build name
+    cpu_us: dict[str, float]  # CPU per delta over the window (--starts: an answer), by build
     p99_ms: dict[str, float]
 
 
@@ -120,13 +125,20 @@ async def one_round(sources: dict[str, Path], args: argparse.Namespace) -> Readi
         builds.sort(key=lambda b: b.name)
         async with httpx.AsyncClient(timeout=30) as http:
             await model_sent(http, mock.port)  # the warm-up's words: not this round's
-            window = asyncio.ensure_future(_window_cpu(builds, open_s, length_s))
-            received = await _stream_all(builds, args.watch, stagger_s)
-            cpus = await window
+            if args.starts:
+                before = {b.name: cpu_s(b.pid) for b in builds}
+                received = await _stream_all(builds, args.watch, stagger_s)
+                await asyncio.sleep(SETTLE_S)  # the answers' ends, the titles
+                cpus = {b.name: cpu_s(b.pid) - before[b.name] for b in builds}
+            else:
+                window = asyncio.ensure_future(_window_cpu(builds, open_s, length_s))
+                received = await _stream_all(builds, args.watch, stagger_s)
+                cpus = await window
             emits = await model_sent(http, mock.port)
     for got in received.values():  # every delta of every session, on each build
         _check_all_read(got, args.sessions, args.tokens)
-    rate = args.sessions * args.rate  # deltas a second on each server while all stream
+    # deltas a second on each server while all stream; --starts: answers in the round
+    rate = args.sessions if args.starts else args.sessions * args.rate
     p99 = {
         name: _p99([(at - emits[d]) / 1e6 for d, at in got.items() if d in emits]) or 0.0
         for name, got in received.items()
@@ -136,7 +148,7 @@ async def one_round(sources: dict[str, Path], args: argparse.Namespace) -> Readi
 
 def _check(args: argparse.Namespace) -> None:
     prompts_s = args.stagger_ms / 1000 * args.sessions * 2
-    if args.tokens / args.rate - prompts_s - 2 * SETTLE_S < 1.0:
+    if not args.starts and args.tokens / args.rate - prompts_s - 2 * SETTLE_S < 1.0:
         raise SystemExit(
             "bench/pair.py: every session must stream together for a second at least: "
             "more --tokens, or fewer --sessions or --stagger-ms"
@@ -156,7 +168,12 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=500)
     parser.add_argument("--rate", type=float, default=100, help="tokens/s of each session")
     parser.add_argument("--stagger-ms", type=float, default=5)
+    parser.add_argument(
+        "--starts", action="store_true", help="one-token answers: CPU per answer, whole round"
+    )
     args = parser.parse_args()
+    if args.starts:
+        args.tokens = 1
     args.a, args.b = args.a.resolve(), args.b.resolve()
     _check(args)
     print(f"partwire pair — {os.cpu_count()} cores, {args.sessions} sessions on each server, "
@@ -170,9 +187,10 @@ async def main() -> None:
         cpu, p99 = reading.cpu_us, reading.p99_ms
         rows.append((str(n + 1), f"{cpu['A']:.1f}", f"{cpu['B']:.1f}", f"{ratio:.3f}",
                      f"{p99['A']:.1f}", f"{p99['B']:.1f}"))  # fmt: skip
-    head = ("round", "A µs/delta", "B µs/delta", "B/A", "A p99 ms", "B p99 ms")
+    per = "answer" if args.starts else "delta"
+    head = ("round", f"A µs/{per}", f"B µs/{per}", "B/A", "A p99 ms", "B p99 ms")
     print(aligned([head, *rows]))
-    print(f"median B/A: {statistics.median(ratios):.3f} (CPU per delta, {args.rounds} rounds)")
+    print(f"median B/A: {statistics.median(ratios):.3f} (CPU per {per}, {args.rounds} rounds)")
 
 
 if __name__ == "__main__":

@@ -409,6 +409,17 @@ async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio(
     assert lines[3 + rounds].startswith("median B/A: ")
 
 
+async def test_pair_bench_weighs_an_answers_start_and_end_with_starts() -> None:
+    src = str(ROOT / "src")
+    out = await run_bench("pair.py", src, src, "--sessions", "3", "--rounds", "1", "--starts")
+    lines = out.splitlines()
+    assert "A µs/answer" in lines[1] and "B µs/answer" in lines[1]
+    a_us, b_us, ratio = map(float, lines[3].split()[1:4])
+    assert a_us > 200 and b_us > 200  # a start and an end: far more than a delta's CPU
+    assert ratio == pytest.approx(b_us / a_us, abs=0.002)
+    assert lines[4].startswith("median B/A: ") and "CPU per answer" in lines[4]
+
+
 async def test_pair_bench_refuses_a_load_too_short_to_measure() -> None:
     src = str(ROOT / "src")
     process = await asyncio.create_subprocess_exec(

@@ -75,8 +75,8 @@ def message_event(info: Message) -> Draft:
 async def save_part(
     store: Store, part: Part, *, streaming: bool = False, time: int | None = None
 ) -> None:
-    """Store ``part`` whole and publish it (a part edited after the fact, a copy, a
-    prompt's parts): the one place a part row and its event are made."""
+    """Store ``part`` whole and publish it (a part edited after the fact, a copy): its
+    row with ``part_event``, as the writer's batches add a frame's part (``_add_row``)."""
     await store.put_part(part, [part_event(part, time)], streaming=streaming)
 
 

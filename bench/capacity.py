@@ -69,7 +69,7 @@ from _processes import (  # noqa: E402
     serving,
     warmed_sessions,
 )
-from _watchers import follow, prompt_all, watch_sessions  # noqa: E402
+from _watchers import Starter, follow, prompt_all, watch_sessions  # noqa: E402
 from stream import aligned  # noqa: E402
 
 STEPS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200)
@@ -202,10 +202,7 @@ async def step(
             last_start_s = stagger_s * (sessions - 1)
             window = _busy_cpus(pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3)
             sampling = asyncio.ensure_future(window)
-            if watch == "session":
-                await watch_sessions(prompts, received, stagger_s, start, firsts)
-            else:
-                await follow(port, prompts, received, stagger_s, start, firsts)
+            await _watched(watch, port, prompts, received, firsts, stagger_s, start)
             server_cpu = cpu_s(pid) - server_before
             server_cpus, others_cpus = await sampling
             stats = (await http.get("/bench/stats")).json()
@@ -226,6 +223,23 @@ async def step(
         lag_p99_ms=stats["lag_p99_ms"] if loop_lag else None,
         start_p99_ms=_p99([(firsts[s] - sent[s]) / 1e6 for s in sent if s in firsts]),
     )
+
+
+async def _watched(
+    watch: str,
+    port: int,
+    prompts: list[tuple[str, str]],
+    received: dict[str, int],
+    firsts: dict[str, int],
+    stagger_s: float,
+    start: Starter,
+) -> None:
+    """Prompt and follow every session: on its own stream (``watch="session"``) or all on
+    GET /event, noting when each delta (``received``) and each first one came."""
+    if watch == "session":
+        await watch_sessions(prompts, received, stagger_s, start, firsts)
+    else:
+        await follow(port, prompts, received, stagger_s, start, firsts)
 
 
 def _p99(values: list[float]) -> float | None:

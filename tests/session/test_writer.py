@@ -50,9 +50,6 @@ class _Batch:
         self.store = store
         self.rows: list[tuple[str, Any]] = []
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def put_part(self, part: Any, events: list[Any], *, streaming: bool = False) -> None:
         self.rows.append(("part", part))
 

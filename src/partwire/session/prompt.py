@@ -9,6 +9,7 @@ from partwire import ids
 from partwire.clock import now_ms
 from partwire.errors import IdConflictError
 from partwire.schema.event import (
+    Draft,
     SessionInfo,
     SessionUpdated,
 )
@@ -129,7 +130,7 @@ async def store_user_message(
     batch.put_message(message, [message_event(message)])
     add_parts(batch, store, message, parts)
     touched = _touched(session, _title_from(body))
-    batch.put_session(touched, [SessionUpdated(SessionInfo(session_id=touched.id, info=touched))])
+    batch.put_session(touched, _told(touched))
     await batch.commit()
     return message, touched
 
@@ -160,12 +161,14 @@ def _touched(session: Session, title: str | None) -> Session:
     return session.model_copy(update=update)
 
 
+def _told(session: Session) -> list[Draft]:
+    return [SessionUpdated(SessionInfo(session_id=session.id, info=session))]
+
+
 async def touch_session(store: Store, session: Session, title: str | None = None) -> Session:
     """Bump time.updated; give an untitled session the first prompt as its title."""
     updated = _touched(session, title)
-    await store.put_session(
-        updated, [SessionUpdated(SessionInfo(session_id=updated.id, info=updated))]
-    )
+    await store.put_session(updated, _told(updated))
     return updated
 
 

@@ -45,9 +45,6 @@ class Batch:
         self._submit = submit
         self._writes: list[Write] = []
 
-    def __len__(self) -> int:
-        return len(self._writes)
-
     def put_session(self, session: Session, events: list[Draft]) -> None:
         self._writes.append(SessionPut(events=events, session=session))
 

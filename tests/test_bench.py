@@ -203,26 +203,19 @@ def _quota_root() -> Path:
     return Path(root)
 
 
-async def test_capacity_bench_holds_the_server_to_a_cpu_quota() -> None:
+async def test_capacity_bench_holds_the_server_to_a_cpu_quota_and_staggers_the_prompts() -> None:
     root = _quota_root()
     out = await run_bench(
         "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        "--cpu-quota", "0.5", limit_s=180,
+        "--cpu-quota", "0.5", "--stagger-ms", "30", limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
-    assert lines[0].endswith("the server held to 0.5 CPUs")
+    assert lines[0].endswith(
+        "started 30 ms apart, one client on /event, partwire's loop, the server held to 0.5 CPUs"
+    )
+    assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
     assert lines[-2].endswith("10 sessions per server core")  # 5 sessions on half a CPU
     assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
-
-
-async def test_capacity_bench_staggers_the_prompts_when_asked() -> None:
-    out = await run_bench(
-        "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        "--stagger-ms", "30", limit_s=180,
-    )  # fmt: skip
-    lines = out.splitlines()
-    assert lines[0].endswith("started 30 ms apart, one client on /event, partwire's loop")
-    assert [row.split()[:2] for row in lines[3:5]] == [["1", "20"], ["5", "100"]]
 
 
 async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
@@ -253,16 +246,19 @@ async def test_capacity_bench_watches_each_session_on_its_own_stream_when_asked(
     assert all(float(row[3]) > 0 and int(row[4]) > 0 for row in rows)  # p99, CPU measured
 
 
-async def test_scale_bench_watches_each_session_on_the_server_it_was_prompted_through(
+async def test_scale_bench_holds_each_server_to_a_cpu_quota_and_watches_each_session_there(
     postgres: PostgresServer,
 ) -> None:
+    root = _quota_root()
     out = await run_bench(
-        "scale.py", "--instances", "2", "--sessions", "4", "--fanout", "notify",
-        "--tokens", "20", "--rate", "200", "--watch", "session", limit_s=240,
+        "scale.py", "--cpu-quota", "0.5", "--instances", "2", "--sessions", "4",
+        "--fanout", "notify", "--tokens", "20", "--rate", "200", "--watch", "session",
+        limit_s=240,
     )  # fmt: skip
     lines = out.splitlines()
-    assert lines[0].endswith("a client per session")
+    assert lines[0].endswith("each server held to 0.5 CPU; a client per session")
     assert [line.split()[:4] for line in lines[3:]] == [["notify", "2", "4", "80"]]
+    assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
 
 
 async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
@@ -277,17 +273,6 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
     assert [row[:4] for row in steps] == [["notify", "1", "1", "10"], ["notify", "1", "5", "50"]]
     assert all(0 < float(row[5]) <= 1000 for row in steps)  # a second's bound holds
     assert lines[-1] == "notify: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)"
-
-
-async def test_scale_bench_holds_each_server_to_a_cpu_quota(postgres: PostgresServer) -> None:
-    root = _quota_root()
-    out = await run_bench(
-        "scale.py", "--cpu-quota", "0.5", "--instances", "2", "--sessions", "4",
-        "--fanout", "notify", "--tokens", "20", "--rate", "200", limit_s=240,
-    )  # fmt: skip
-    assert out.splitlines()[0].endswith("each server held to 0.5 CPU; one client on /event")
-    assert [line.split()[:4] for line in out.splitlines()[3:]] == [["notify", "2", "4", "80"]]
-    assert not [g for g in root.iterdir() if g.name.startswith("partwire-bench-")]  # removed
 
 
 async def test_start_bench_prints_both_cases() -> None:
@@ -388,10 +373,8 @@ async def test_timetravel_bench_prints_its_forks_and_a_replay() -> None:
     assert replay[:2] == ["recorded tools", "3"] and float(replay[2]) > 0
 
 
-@pytest.mark.parametrize(("watch", "rounds"), [("session", 2), ("event", 1)])
-async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio(
-    watch: str, rounds: int
-) -> None:
+async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio() -> None:
+    watch, rounds = "session", 2  # --watch event: the --starts test below
     src = str(ROOT / "src")
     out = await run_bench(
         "pair.py", src, src, "--sessions", "3", "--tokens", "500", "--rate", "200",
@@ -411,8 +394,11 @@ async def test_pair_bench_runs_two_builds_side_by_side_and_prints_their_ratio(
 
 async def test_pair_bench_weighs_an_answers_start_and_end_with_starts() -> None:
     src = str(ROOT / "src")
-    out = await run_bench("pair.py", src, src, "--sessions", "3", "--rounds", "1", "--starts")
+    out = await run_bench(
+        "pair.py", src, src, "--sessions", "3", "--rounds", "1", "--starts", "--watch", "event"
+    )
     lines = out.splitlines()
+    assert "watch event" in lines[0]
     assert "A µs/answer" in lines[1] and "B µs/answer" in lines[1]
     a_us, b_us, ratio = map(float, lines[3].split()[1:4])
     assert a_us > 200 and b_us > 200  # a start and an end: far more than a delta's CPU

@@ -28,7 +28,7 @@ def table() -> dict[str, list[str]]:
     """One run of the bench for every transport (a server, a session, then each row)."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "replay.py"), "--events", "20000",
-         "--transport", "all", "--clients", "8", "--watch-s", "1"],
+         "--transport", "all", "--clients", "8", "--watch-s", "0.5"],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

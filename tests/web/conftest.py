@@ -1,5 +1,8 @@
 """Headless Chromium (Debian's package, driven by Playwright) against a real partwire serve.
 
+One Chromium serves every test here (launching it takes about half a second); each test
+gets browser contexts of its own, which share nothing, and a server of its own. The tests
+and their async fixtures run on one event loop for the session, the browser's.
 Each test leaves a screenshot of its end state in ``test-artifacts/web/``.
 """
 
@@ -12,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page, Request, async_playwright
 
 from partwire.server.ui import STATIC_DIR
@@ -94,7 +98,18 @@ def base_url(web_project: Path, tmp_path: Path, delay_ms: int) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
+WEB = Path(__file__).resolve().parent
+ON_THE_BROWSERS_LOOP = pytest.mark.asyncio(loop_scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here runs on the session's loop, where the one browser lives."""
+    for item in items:
+        if item.path.is_relative_to(WEB) and item.get_closest_marker("asyncio") is not None:
+            item.add_marker(ON_THE_BROWSERS_LOOP, append=False)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
     require_ui()
     async with async_playwright() as playwright:
@@ -112,7 +127,7 @@ def viewport() -> dict[str, int]:
     return {"width": 1200, "height": 800}
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(
     browser: Browser, base_url: str, viewport: dict[str, int], request: pytest.FixtureRequest
 ) -> AsyncIterator[Page]:

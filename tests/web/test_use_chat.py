@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page, Route
 
 from tests.protocol.node_clients import NODE_DIR, needs_node
@@ -43,7 +44,7 @@ def delay_ms() -> int:
     return 6  # `long 400` streams for a few seconds: long enough to reload in the middle
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def chat_page(
     browser: Browser, base_url: str, bundle: bytes, request: pytest.FixtureRequest
 ) -> AsyncIterator[Page]:

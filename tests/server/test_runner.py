@@ -8,11 +8,15 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from partwire.config import Settings
 from partwire.runtime import Runtime
@@ -101,3 +105,71 @@ async def test_after_the_warm_up_the_heap_is_frozen_and_the_collector_set_for_se
     finally:  # this process runs many servers: leave its collector as it was
         gc.unfreeze()
         gc.set_threshold(*thresholds)
+
+
+def _with_slow_route(settings: Settings, seconds: float) -> FastAPI:
+    """The app, plus ``GET /test/slow``: answered after ``seconds``."""
+    from partwire.server.app import create_app
+
+    app = create_app(settings)
+
+    async def slow() -> dict[str, bool]:
+        await asyncio.sleep(seconds)
+        return {"slept": True}
+
+    app.router.routes.insert(0, APIRoute("/test/slow", slow, methods=["GET"]))
+    return app
+
+
+async def test_a_stop_lets_a_request_in_flight_finish_within_the_grace_period(
+    settings: Settings,
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        async with serve_in_background(settings, app=_with_slow_route(settings, 0.3)) as url:
+            answer = asyncio.create_task(http.get(f"{url}/test/slow"))
+            await asyncio.sleep(0.1)  # the request is being answered as the stop begins
+        response = await answer
+    assert response.status_code == 200 and response.json() == {"slept": True}
+
+
+async def test_a_request_past_the_grace_period_is_cancelled_and_the_stop_goes_on(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(runner, "_config", _with_grace(runner._config, 0.2))
+    async with asyncio.timeout(30), httpx.AsyncClient(timeout=30) as http:
+        async with serve_in_background(settings, app=_with_slow_route(settings, 3600)) as url:
+            answer = asyncio.create_task(http.get(f"{url}/test/slow"))
+            await asyncio.sleep(0.1)
+        response = await answer  # ended, as uvicorn ends a task it cancels, not left hanging
+    assert response.status_code == 500
+    assert "cancelling 1 request(s) past the grace period" in caplog.text
+
+
+async def test_an_idle_connection_does_not_hold_the_stop_and_nothing_sleeps_a_tick(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn sleeps 0.1 s after asking its connections to close, then 0.1 s at a time:
+    ours looks every few ms. With an hour's grace, a kept-alive connection that held the
+    stop would show here as the 30 s timeout."""
+    monkeypatch.setattr(runner, "_config", _with_grace(runner._config, 3600))
+    sleeps: list[float] = []
+    sleep = asyncio.sleep
+
+    async def noted(delay: float, result: object = None) -> object:
+        sleeps.append(delay)
+        return await sleep(delay, result)
+
+    async with asyncio.timeout(30), httpx.AsyncClient() as http:
+        async with serve_in_background(settings) as url:
+            assert (await http.get(f"{url}/global/health")).status_code == 200  # kept alive
+            monkeypatch.setattr(asyncio, "sleep", noted)
+    assert all(delay < 0.1 for delay in sleeps), sleeps
+
+
+def _with_grace(config: Callable[..., uvicorn.Config], grace_s: float) -> Callable[..., Any]:
+    def configured(*args: Any) -> uvicorn.Config:
+        made = config(*args)
+        made.timeout_graceful_shutdown = grace_s
+        return made
+
+    return configured

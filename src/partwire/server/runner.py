@@ -7,6 +7,7 @@ import contextlib
 import errno
 import functools
 import gc
+import logging
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ import uvicorn
 
 from partwire.config import Settings
 from partwire.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 # exit, at once.
 TICK_S = 1.0
 _TICKS_PER_S = 10  # uvicorn's on_tick counts tenths of a second: a second is 10 of them
+SHUTDOWN_POLL_S = 0.005  # how often a stopping server looks whether its connections closed
 
 
 class PartwireServer(uvicorn.Server):
@@ -70,9 +74,37 @@ class PartwireServer(uvicorn.Server):
                 self._tick = None
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's steps (stop accepting, ask each connection to close, wait for them and
+        their tasks up to the grace period, then the lifespan's shutdown), but the waits
+        look every few ms instead of sleeping 0.1 s first and then 0.1 s at a time: an idle
+        server stops about 0.1 s sooner."""
         if self.runtime is not None:
             self.runtime.announce_shutdown()
-        await super().shutdown(sockets)
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            await asyncio.wait_for(self._drained(), self.config.timeout_graceful_shutdown)
+        except TimeoutError:
+            log.warning(
+                "cancelling %d request(s) past the grace period", len(self.server_state.tasks)
+            )
+            for task in self.server_state.tasks:
+                task.cancel(msg="the server is stopping")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    async def _drained(self) -> None:
+        """Once every connection has closed and every request's task ended (or a second
+        signal forces the exit)."""
+        state = self.server_state
+        while (state.connections or state.tasks) and not self.force_exit:  # noqa: ASYNC110
+            await asyncio.sleep(SHUTDOWN_POLL_S)  # uvicorn tells nobody when they are gone
+        for server in self.servers:
+            await server.wait_closed()
 
 
 def _resolve(tick: asyncio.Future[None]) -> None:

@@ -3,6 +3,7 @@
     python bench/scale.py [--instances 1 3] [--sessions 50 150] [--rate 100] [--tokens 500]
                           [--spread-s 1] [--fanout notify redis] [--capacity [--limit-ms 50]]
                           [--cpu-quota 0.4] [--watch event|session] [--refine 3]
+                          [--capacity --repeat 3]
 
 For each number of servers and of sessions: a throwaway Postgres cluster's fresh
 database, that many servers on it (bench/_server.py, the mock model of
@@ -17,7 +18,10 @@ Redis with ``--fanout redis`` (a throwaway redis-server). The table shows p50/p9
 the servers' CPU per 1k deltas. With ``--capacity`` it instead grows the number of
 sessions for each number of servers (capacity.py's steps) until p99 passes
 ``--limit-ms`` (then narrows the bound, as capacity.py's ``--refine`` does), and prints
-the largest number each carried and their ratio. Needs
+the largest number each carried and their ratio; ``--repeat N`` does that N times (the
+numbers of servers in turn, in the opposite order each time), prints each run's and the
+median of the runs' own ratios: on a shared 2-core machine one run's ratio moves by a
+third between runs, as Postgres, the model and the client share the cores. Needs
 Postgres and, for Redis, redis-server installed (``make test`` installs both).
 
 With ``--watch session`` there is no global client: each session is watched by a client
@@ -119,17 +123,43 @@ async def _measured(
     )
 
 
-def row(fanout: str, instances: int, step: Step) -> list[str]:
+def row(fanout: str, instances: int, step: Step, run: int | None = None) -> list[str]:
+    """A table row; ``run``: which of ``--repeat``'s runs (the last column)."""
     return [
         fanout, str(instances), str(step.sessions), str(step.deltas), f"{step.p50_ms:.1f}",
-        f"{step.p99_ms:.1f}", f"{step.cpu_ms_per_1k:.0f}",
+        f"{step.p99_ms:.1f}", f"{step.cpu_ms_per_1k:.0f}", *([str(run)] if run else []),
     ]  # fmt: skip
+
+
+def capacity_lines(
+    fanout: str, limit_ms: float, instances: list[int], runs: list[dict[int, int]]
+) -> list[str]:
+    """Each run's largest K per number of servers and their ratio to the first number's;
+    with several runs, then the median of the runs' own ratios."""
+    base = instances[0]
+    lines = []
+    for number, most in enumerate(runs, 1):
+        ratios = ", ".join(
+            f"{n} servers {most[n]} ({most[n] / most[base]:.2f}x)" if most[base] else
+            f"{n} servers {most[n]}"
+            for n in instances
+        )  # fmt: skip
+        label = fanout if len(runs) == 1 else f"{fanout} run {number}"
+        lines.append(f"{label}: largest K with p99 <= {limit_ms:g} ms: {ratios}")
+    if len(runs) > 1 and len(instances) > 1:
+        medians = []
+        for n in instances[1:]:
+            each = [most[n] / most[base] for most in runs if most[base]]
+            shown = f"{statistics.median(each):.2f}x" if each else "none (1 server carried 0)"
+            medians.append(f"{n} servers over {base}: {shown}")
+        lines.append(f"{fanout}: median of {len(runs)} runs' ratios: " + ", ".join(medians))
+    return lines
 
 
 async def largest(
     instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
     limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None, watch: str,
-    refine: int, spread_s: float,
+    refine: int, spread_s: float, run_number: int | None = None,
 ) -> int:  # fmt: skip
     """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
 
@@ -139,11 +169,11 @@ async def largest(
     measured = sorted(
         await search(measure, limit_ms, most, refine, least=instances), key=lambda s: s.sessions
     )
-    rows += [row("redis" if redis else "notify", instances, step) for step in measured]
+    rows += [row("redis" if redis else "notify", instances, step, run_number) for step in measured]
     return max((s.sessions for s in measured if s.p99_ms <= limit_ms), default=0)
 
 
-async def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--sessions", type=int, nargs="+", default=[50, 150])
@@ -170,6 +200,12 @@ async def main() -> None:
         help="--capacity: steps that narrow each bound once it is passed (0: none)",
     )
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="--capacity: find the bounds this many times; the median of the runs' ratios",
+    )
+    parser.add_argument(
         "--cpu-quota",
         type=float,
         help="CPUs each server may use (a cgroup quota; root): servers as on machines of "
@@ -183,16 +219,23 @@ async def main() -> None:
         "part-frame stream, on the server the session was prompted through",
     )
     args = parser.parse_args()
-    bindir, redis_binary = server_bin(), server_path()
-    if bindir is None:
-        sys.exit("Postgres is not installed (make test installs it)")
-    if "redis" in args.fanout and redis_binary is None:
-        sys.exit("redis-server is not installed (make test installs it)")
+    if args.repeat < 1 or (args.repeat > 1 and not args.capacity):
+        sys.exit("--repeat: a number of runs of at least 1, with --capacity")
     if args.cpu_quota is not None:
         try:
             quota_root()
         except QuotaError as exc:
             sys.exit(f"--cpu-quota: {exc}")
+    return args
+
+
+async def main() -> None:
+    args = _arguments()
+    bindir, redis_binary = server_bin(), server_path()
+    if bindir is None:
+        sys.exit("Postgres is not installed (make test installs it)")
+    if "redis" in args.fanout and redis_binary is None:
+        sys.exit("redis-server is not installed (make test installs it)")
     pg = PostgresServer(bindir)
     pg.start()
     redis = RedisServer(redis_binary) if "redis" in args.fanout and redis_binary else None
@@ -205,35 +248,16 @@ async def main() -> None:
         cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )  # fmt: skip
     rows = [["fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"]]
+    if args.repeat > 1:
+        rows[0].append("run")
     found: list[str] = []
     try:
         await asyncio.sleep(1.0)  # the mock binds its port
         for fanout in args.fanout:
             through = redis if fanout == "redis" else None
             if args.capacity:
-                most = {
-                    n: await largest(
-                        n,
-                        model_port,
-                        pg,
-                        through,
-                        args.limit_ms,
-                        args.max_sessions,
-                        rows,
-                        args.cpu_quota,
-                        args.watch,
-                        args.refine,
-                        args.spread_s,
-                    )
-                    for n in args.instances
-                }
-                ratios = ", ".join(
-                    f"{n} servers {k} ({k / most[args.instances[0]]:.2f}x)"
-                    if most[args.instances[0]]
-                    else f"{n} servers {k}"
-                    for n, k in most.items()
-                )
-                found.append(f"{fanout}: largest K with p99 <= {args.limit_ms:g} ms: {ratios}")
+                runs = await _capacity_runs(args, model_port, pg, through, rows)
+                found += capacity_lines(fanout, args.limit_ms, args.instances, runs)
                 continue
             for instances in args.instances:
                 for sessions in args.sessions:
@@ -258,6 +282,29 @@ async def main() -> None:
     print(aligned([tuple(r) for r in rows]))
     for line in found:
         print(line)
+
+
+async def _capacity_runs(
+    args: argparse.Namespace,
+    model_port: int,
+    pg: PostgresServer,
+    redis: RedisServer | None,
+    rows: list[list[str]],
+) -> list[dict[int, int]]:
+    """``--repeat`` runs of the largest K for each number of servers; every other run takes
+    them in the opposite order, so a machine that slows over the runs slows each alike."""
+    runs = []
+    for number in range(1, args.repeat + 1):
+        order = args.instances if number % 2 else list(reversed(args.instances))
+        run_number = number if args.repeat > 1 else None
+        most = {}
+        for n in order:
+            most[n] = await largest(
+                n, model_port, pg, redis, args.limit_ms, args.max_sessions, rows,
+                args.cpu_quota, args.watch, args.refine, args.spread_s, run_number,
+            )  # fmt: skip
+        runs.append(most)
+    return runs
 
 
 if __name__ == "__main__":

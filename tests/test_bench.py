@@ -266,13 +266,48 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
 ) -> None:
     out = await run_bench(
         "scale.py", "--capacity", "--instances", "1", "--fanout", "notify", "--tokens", "10",
-        "--rate", "200", "--limit-ms", "1000", "--max-sessions", "5", limit_s=240,
+        "--rate", "200", "--limit-ms", "1000", "--max-sessions", "5", "--repeat", "2",
+        limit_s=240,
     )  # fmt: skip
     lines = out.splitlines()
-    steps = [line.split() for line in lines[3:-1]]
-    assert [row[:4] for row in steps] == [["notify", "1", "1", "10"], ["notify", "1", "5", "50"]]
+    assert lines[1].split()[-1] == "run"
+    steps = [line.split() for line in lines[3:-2]]
+    assert [row[:4] + row[-1:] for row in steps] == [
+        ["notify", "1", sessions, deltas, run]
+        for run in "12"
+        for sessions, deltas in (("1", "10"), ("5", "50"))
+    ]
     assert all(0 < float(row[5]) <= 1000 for row in steps)  # a second's bound holds
-    assert lines[-1] == "notify: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)"
+    assert lines[-2:] == [
+        f"notify run {run}: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)" for run in "12"
+    ]
+
+
+def test_scale_bench_gives_the_median_of_its_runs_ratios() -> None:
+    scale = _bench_module("scale")
+    runs = [{1: 20, 3: 70}, {1: 25, 3: 60}, {1: 30, 3: 90}, {1: 0, 3: 40}]
+    lines = scale.capacity_lines("notify", 50, [1, 3], runs)
+    assert lines[:2] == [
+        "notify run 1: largest K with p99 <= 50 ms: 1 servers 20 (1.00x), 3 servers 70 (3.50x)",
+        "notify run 2: largest K with p99 <= 50 ms: 1 servers 25 (1.00x), 3 servers 60 (2.40x)",
+    ]
+    assert lines[3] == "notify run 4: largest K with p99 <= 50 ms: 1 servers 0, 3 servers 40"
+    # 3.5, 2.4 and 3.0; the run where one server carried nothing has no ratio
+    assert lines[-1] == "notify: median of 4 runs' ratios: 3 servers over 1: 3.00x"
+    assert scale.capacity_lines("redis", 50, [1, 3], [{1: 20, 3: 50}]) == [
+        "redis: largest K with p99 <= 50 ms: 1 servers 20 (1.00x), 3 servers 50 (2.50x)"
+    ]
+
+
+async def test_scale_bench_refuses_repeat_without_capacity() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "bench" / "scale.py"), "--repeat", "2",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 1 and not out
+    assert err.decode().strip() == "--repeat: a number of runs of at least 1, with --capacity"
 
 
 async def test_start_bench_prints_both_cases() -> None:

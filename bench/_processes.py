@@ -38,6 +38,14 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy so far, every process and the kernel
+    (user, nice, system, irq and softirq of every core; not idle, I/O wait or steal)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[1:8])
+    return (user + nice + system + irq + softirq) / TICKS
+
+
 @asynccontextmanager
 async def paced_model(tokens: int, rate: float) -> AsyncIterator[int]:
     """bench/_mock_paced.py in its own process, answering ``tokens`` tokens at ``rate``

@@ -279,19 +279,26 @@ def _others_cpu_s(model_pid: int) -> float:
     return own + (cpu_s(model_pid) if model_pid else 0.0)
 
 
-def limit(step: Step, cpu_quota: float | None) -> str:
-    """What held the step back: the server's CPU, the machine's, or neither."""
+def limit(
+    step: Step,
+    cpu_quota: float | None,
+    server: str = "server",
+    others: str = "mock model and client",
+) -> str:
+    """What held the step back: the ``server``'s CPU (``cpu_quota``: all it may use; a
+    plural ``server``, several servers' together), the machine's, or neither."""
     cores = os.cpu_count() or 1
     server_share = step.server_cpus / (cpu_quota or cores)
     machine_share = (step.server_cpus + step.others_cpus) / cores
     figures = (
-        f"server {step.server_cpus:.2f} of {cpu_quota or cores:g} CPUs, "
-        f"mock model and client {step.others_cpus:.2f}, machine {cores} CPUs"
+        f"{server} {step.server_cpus:.2f} of {cpu_quota or cores:g} CPUs, "
+        f"{others} {step.others_cpus:.2f}, machine {cores} CPUs"
     )
+    whose = f"the {server}'" if server.endswith("s") else f"the {server}'s"
     if server_share >= BUSY:
-        return f"the server's CPU ({figures})"
+        return f"{whose} CPU ({figures})"
     if machine_share >= BUSY:
-        return f"the machine: the mock model and client took the CPU the server lacked ({figures})"
+        return f"the machine: the {others} took the CPU the {server} lacked ({figures})"
     return f"neither CPU was full: latency ({figures})"
 
 

@@ -36,7 +36,9 @@ import asyncio
 import os
 import statistics
 import sys
+import time
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -49,9 +51,9 @@ from tests.postgres_server import PostgresServer, server_bin  # noqa: E402
 from tests.redis_server import RedisServer, server_path  # noqa: E402
 
 from _cpu_quota import CpuQuota, QuotaError, quota_root  # noqa: E402
-from _processes import cpu_s, model_sent, serving  # noqa: E402
+from _processes import cpu_s, machine_busy_s, model_sent, serving  # noqa: E402
 from _watchers import follow, watch_sessions  # noqa: E402
-from capacity import REFINE, Step, search  # noqa: E402
+from capacity import REFINE, Step, limit, search  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
 
@@ -64,14 +66,20 @@ async def run(
     cpu_quota: float | None = None,
     watch: str = "event",
     spread_s: float = 0.0,
+    stream_s: float = 0.0,
 ) -> Step:
+    """One step: ``instances`` fresh servers on a new database, ``sessions`` sessions each
+    answering for ``stream_s`` seconds (the CPUs busy are read while all of them stream;
+    0: over the whole step)."""
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
     quotas: list[CpuQuota] = []
     try:
+        stagger_s = spread_s / sessions
+        window = (stagger_s * (sessions - 1) + 0.3, stream_s - 0.3)
         return await _measured(
-            instances, sessions, model_port, shared, cpu_quota, quotas, watch, spread_s / sessions
+            instances, sessions, model_port, shared, cpu_quota, quotas, watch, stagger_s, window
         )
     finally:
         for quota in quotas:  # once their servers have exited
@@ -87,6 +95,7 @@ async def _measured(
     quotas: list[CpuQuota],
     watch: str,
     stagger_s: float,
+    window: tuple[float, float],
 ) -> Step:
     async with AsyncExitStack() as stack:
         servers = [
@@ -106,12 +115,15 @@ async def _measured(
                 prompts.append((url, (await http.post(f"{url}/session", json={})).json()["id"]))
             received: dict[str, int] = {}
             await model_sent(http, model_port)  # the warm-up's words: not this step's
-            cpu_before = sum(cpu_s(pid) for _, pid in servers)
+            pids = [pid for _, pid in servers]
+            cpu_before = sum(cpu_s(pid) for pid in pids)
+            sampling = asyncio.ensure_future(_busy_cpus(pids, *window))
             if watch == "session":  # each on the server it prompted through
                 await watch_sessions(prompts, received, stagger_s)
             else:
                 await follow(port, prompts, received, stagger_s)
-            cpu = sum(cpu_s(pid) for _, pid in servers) - cpu_before
+            cpu = sum(cpu_s(pid) for pid in pids) - cpu_before
+            servers_cpus, others_cpus = await sampling
             emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
@@ -120,22 +132,51 @@ async def _measured(
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
         cpu_ms_per_1k=cpu * 1e6 / len(received),
+        server_cpus=servers_cpus,
+        others_cpus=others_cpus,
     )
+
+
+async def _busy_cpus(pids: list[int], from_s: float, to_s: float) -> tuple[float, float]:
+    """CPUs the servers, and everything else on the machine (Postgres, Redis, the mock
+    model, this client, the kernel), kept busy between ``from_s`` and ``to_s`` from now
+    (the first half second when that window is too short)."""
+    if to_s - from_s < 0.5:
+        from_s, to_s = 0.0, 0.5
+    await asyncio.sleep(from_s)
+    servers, machine, start = sum(cpu_s(pid) for pid in pids), machine_busy_s(), time.monotonic()
+    await asyncio.sleep(to_s - from_s)
+    wall = time.monotonic() - start
+    servers = (sum(cpu_s(pid) for pid in pids) - servers) / wall
+    return servers, max((machine_busy_s() - machine) / wall - servers, 0.0)
+
+
+HEAD = [
+    "fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas",
+    "servers' CPUs", "others' CPUs",
+]  # fmt: skip
+OTHERS = "Postgres, model, client"
 
 
 def row(fanout: str, instances: int, step: Step, run: int | None = None) -> list[str]:
     """A table row; ``run``: which of ``--repeat``'s runs (the last column)."""
     return [
         fanout, str(instances), str(step.sessions), str(step.deltas), f"{step.p50_ms:.1f}",
-        f"{step.p99_ms:.1f}", f"{step.cpu_ms_per_1k:.0f}", *([str(run)] if run else []),
+        f"{step.p99_ms:.1f}", f"{step.cpu_ms_per_1k:.0f}", f"{step.server_cpus:.2f}",
+        f"{step.others_cpus:.2f}", *([str(run)] if run else []),
     ]  # fmt: skip
 
 
 def capacity_lines(
-    fanout: str, limit_ms: float, instances: list[int], runs: list[dict[int, int]]
+    fanout: str,
+    limit_ms: float,
+    instances: list[int],
+    runs: list[dict[int, int]],
+    notes: list[list[str]] | None = None,
 ) -> list[str]:
-    """Each run's largest K per number of servers and their ratio to the first number's;
-    with several runs, then the median of the runs' own ratios."""
+    """Each run's largest K per number of servers and their ratio to the first number's
+    (each followed by its ``notes``); with several runs, then the median of the runs' own
+    ratios."""
     base = instances[0]
     lines = []
     for number, most in enumerate(runs, 1):
@@ -146,6 +187,7 @@ def capacity_lines(
         )  # fmt: skip
         label = fanout if len(runs) == 1 else f"{fanout} run {number}"
         lines.append(f"{label}: largest K with p99 <= {limit_ms:g} ms: {ratios}")
+        lines += notes[number - 1] if notes else []
     if len(runs) > 1 and len(instances) > 1:
         medians = []
         for n in instances[1:]:
@@ -156,21 +198,53 @@ def capacity_lines(
     return lines
 
 
+@dataclass
+class Bound:
+    """The most sessions a number of servers carried under the bound, and the step that
+    passed it (None: none did, up to --max-sessions)."""
+
+    sessions: int
+    passed: Step | None
+
+
 async def largest(
-    instances: int, model_port: int, pg: PostgresServer, redis: RedisServer | None,
-    limit_ms: float, most: int, rows: list[list[str]], cpu_quota: float | None, watch: str,
-    refine: int, spread_s: float, run_number: int | None = None,
-) -> int:  # fmt: skip
-    """The most sessions ``instances`` servers carry with p99 under ``limit_ms``."""
+    args: argparse.Namespace,
+    instances: int,
+    model_port: int,
+    pg: PostgresServer,
+    redis: RedisServer | None,
+    rows: list[list[str]],
+    run_number: int | None = None,
+) -> Bound:
+    """The most sessions ``instances`` servers carry with p99 under ``--limit-ms``."""
 
     async def measure(sessions: int) -> Step:
-        return await run(instances, sessions, model_port, pg, redis, cpu_quota, watch, spread_s)
+        return await run(
+            instances, sessions, model_port, pg, redis, args.cpu_quota, args.watch,
+            args.spread_s, args.tokens / args.rate,
+        )  # fmt: skip
 
-    measured = sorted(
-        await search(measure, limit_ms, most, refine, least=instances), key=lambda s: s.sessions
-    )
+    found = await search(measure, args.limit_ms, args.max_sessions, args.refine, least=instances)
+    measured = sorted(found, key=lambda s: s.sessions)
     rows += [row("redis" if redis else "notify", instances, step, run_number) for step in measured]
-    return max((s.sessions for s in measured if s.p99_ms <= limit_ms), default=0)
+    under = [s.sessions for s in measured if s.p99_ms <= args.limit_ms]
+    passed = next((s for s in measured if s.p99_ms > args.limit_ms), None)
+    return Bound(max(under, default=0), passed)
+
+
+def limit_lines(bounds: dict[int, Bound], cpu_quota: float | None) -> list[str]:
+    """For each number of servers, the step that passed the bound and what limited it."""
+    lines = []
+    for n, bound in bounds.items():
+        if bound.passed is None:
+            continue
+        step, servers = bound.passed, "server" if n == 1 else f"{n} servers"
+        quota = cpu_quota * n if cpu_quota else None
+        lines.append(
+            f"  {servers} at {step.sessions} sessions: p99 {step.p99_ms:.1f} ms; the limit: "
+            + limit(step, quota, "servers" if n > 1 else "server", OTHERS)
+        )
+    return lines
 
 
 def _arguments() -> argparse.Namespace:
@@ -247,7 +321,7 @@ async def main() -> None:
         "--port", str(model_port), "--tokens", str(args.tokens), "--rate", str(args.rate),
         cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )  # fmt: skip
-    rows = [["fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas"]]
+    rows = [HEAD.copy()]
     if args.repeat > 1:
         rows[0].append("run")
     found: list[str] = []
@@ -257,13 +331,15 @@ async def main() -> None:
             through = redis if fanout == "redis" else None
             if args.capacity:
                 runs = await _capacity_runs(args, model_port, pg, through, rows)
-                found += capacity_lines(fanout, args.limit_ms, args.instances, runs)
+                most = [{n: bound.sessions for n, bound in bounds.items()} for bounds in runs]
+                notes = [limit_lines(bounds, args.cpu_quota) for bounds in runs]
+                found += capacity_lines(fanout, args.limit_ms, args.instances, most, notes)
                 continue
             for instances in args.instances:
                 for sessions in args.sessions:
                     step = await run(
                         instances, sessions, model_port, pg, through, args.cpu_quota,
-                        args.watch, args.spread_s,
+                        args.watch, args.spread_s, args.tokens / args.rate,
                     )  # fmt: skip
                     rows.append(row(fanout, instances, step))
     finally:
@@ -290,20 +366,17 @@ async def _capacity_runs(
     pg: PostgresServer,
     redis: RedisServer | None,
     rows: list[list[str]],
-) -> list[dict[int, int]]:
+) -> list[dict[int, Bound]]:
     """``--repeat`` runs of the largest K for each number of servers; every other run takes
     them in the opposite order, so a machine that slows over the runs slows each alike."""
     runs = []
     for number in range(1, args.repeat + 1):
         order = args.instances if number % 2 else list(reversed(args.instances))
         run_number = number if args.repeat > 1 else None
-        most = {}
+        bounds = {}
         for n in order:
-            most[n] = await largest(
-                n, model_port, pg, redis, args.limit_ms, args.max_sessions, rows,
-                args.cpu_quota, args.watch, args.refine, args.spread_s, run_number,
-            )  # fmt: skip
-        runs.append(most)
+            bounds[n] = await largest(args, n, model_port, pg, redis, rows, run_number)
+        runs.append({n: bounds[n] for n in args.instances})
     return runs
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -227,11 +228,13 @@ async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
         "--rate", "200", "--spread-s", "0.2", limit_s=240,
     )  # fmt: skip
     assert "20 tokens an answer, started over 0.2 s" in out.splitlines()[0]
+    assert out.splitlines()[1].split()[-4:] == ["servers'", "CPUs", "others'", "CPUs"]
     rows = [line.split() for line in out.splitlines()[3:]]
     assert [row[:4] for row in rows] == [
         [fanout, servers, "4", "80"] for fanout in ("notify", "redis") for servers in "12"
     ]
     assert all(float(row[5]) > 0 and int(row[6]) > 0 for row in rows)  # p99, CPU measured
+    assert all(float(row[7]) >= 0 and float(row[8]) >= 0 for row in rows)  # both CPUs read
 
 
 async def test_capacity_bench_watches_each_session_on_its_own_stream_when_asked() -> None:
@@ -294,9 +297,28 @@ def test_scale_bench_gives_the_median_of_its_runs_ratios() -> None:
     assert lines[3] == "notify run 4: largest K with p99 <= 50 ms: 1 servers 0, 3 servers 40"
     # 3.5, 2.4 and 3.0; the run where one server carried nothing has no ratio
     assert lines[-1] == "notify: median of 4 runs' ratios: 3 servers over 1: 3.00x"
-    assert scale.capacity_lines("redis", 50, [1, 3], [{1: 20, 3: 50}]) == [
-        "redis: largest K with p99 <= 50 ms: 1 servers 20 (1.00x), 3 servers 50 (2.50x)"
+    assert scale.capacity_lines("redis", 50, [1, 3], [{1: 20, 3: 50}], [["  a note"]]) == [
+        "redis: largest K with p99 <= 50 ms: 1 servers 20 (1.00x), 3 servers 50 (2.50x)",
+        "  a note",
     ]
+
+
+def test_scale_bench_says_what_limited_each_number_of_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    scale, capacity = _bench_module("scale"), _bench_module("capacity")
+    one = capacity.Step(31, 15500, 9.8, 95.5, 126, server_cpus=0.38, others_cpus=0.9)
+    three = capacity.Step(82, 41000, 10.3, 51.9, 133, server_cpus=0.95, others_cpus=0.9)
+    bounds = {1: scale.Bound(30, one), 3: scale.Bound(80, three), 5: scale.Bound(90, None)}
+    lines = scale.limit_lines(bounds, 0.4)
+    assert lines == [
+        "  server at 31 sessions: p99 95.5 ms; the limit: the server's CPU (server 0.38 of "
+        "0.4 CPUs, Postgres, model, client 0.90, machine 2 CPUs)",
+        "  3 servers at 82 sessions: p99 51.9 ms; the limit: the machine: the Postgres, "
+        "model, client took the CPU the servers lacked (servers 0.95 of 1.2 CPUs, Postgres, "
+        "model, client 0.90, machine 2 CPUs)",
+    ]  # 0.38 of 0.4 is the quota full; 0.95 of 1.2 is not, but 1.85 of 2 cores is
 
 
 async def test_scale_bench_refuses_repeat_without_capacity() -> None:

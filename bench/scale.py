@@ -14,15 +14,17 @@ arriving in the same millisecond), each streaming ``--tokens`` tokens at ``--rat
 tokens/s. One client follows GET /event on the first server: it sees every server's
 deltas (the servers share one log), so its latency (from the mock model writing a delta,
 for whichever server, to this client reading it) includes the trip through Postgres, or
-Redis with ``--fanout redis`` (a throwaway redis-server). The table shows p50/p99 and
-the servers' CPU per 1k deltas. With ``--capacity`` it instead grows the number of
-sessions for each number of servers (capacity.py's steps) until p99 passes
-``--limit-ms`` (then narrows the bound, as capacity.py's ``--refine`` does), and prints
-the largest number each carried and their ratio; ``--repeat N`` does that N times (the
-numbers of servers in turn, in the opposite order each time), prints each run's and the
-median of the runs' own ratios: on a shared 2-core machine one run's ratio moves by a
-third between runs, as Postgres, the model and the client share the cores. Needs
-Postgres and, for Redis, redis-server installed (``make test`` installs both).
+Redis with ``--fanout redis`` (a throwaway redis-server). The table shows p50/p99, the
+servers' CPU per 1k deltas, and the CPUs the servers and everything else on the machine
+kept busy in the quarter second the servers were busiest. With ``--capacity`` it instead
+grows the number of sessions for each number of servers (capacity.py's steps) until p99
+passes ``--limit-ms`` (then narrows the bound, as capacity.py's ``--refine`` does), and
+prints the largest number each carried, their ratio, and what held each bound (the
+servers' CPU quota, the machine's cores, or neither: latency). ``--repeat N`` does that
+N times (the numbers of servers in turn, in the opposite order each time) and prints
+each run's and the median of the runs' own ratios: on a shared 2-core machine one run's
+ratio moves by a third between runs, as Postgres, the model and the client share the
+cores. Needs Postgres and, for Redis, redis-server installed (``make test`` installs both).
 
 With ``--watch session`` there is no global client: each session is watched by a client
 of its own, on its part-frame stream on the server it was prompted through (users behind
@@ -56,6 +58,13 @@ from _watchers import follow, watch_sessions  # noqa: E402
 from capacity import REFINE, Step, limit, search  # noqa: E402
 from stream import _free_port, aligned  # noqa: E402
 
+HEAD = [
+    "fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas",
+    "servers' CPUs", "others' CPUs",
+]  # fmt: skip
+OTHERS = "Postgres, model, client"
+SLICE_S = 0.25  # the CPUs are read a quarter second at a time
+
 
 async def run(
     instances: int,
@@ -66,20 +75,14 @@ async def run(
     cpu_quota: float | None = None,
     watch: str = "event",
     spread_s: float = 0.0,
-    stream_s: float = 0.0,
 ) -> Step:
-    """One step: ``instances`` fresh servers on a new database, ``sessions`` sessions each
-    answering for ``stream_s`` seconds (the CPUs busy are read while all of them stream;
-    0: over the whole step)."""
     shared = ["--database-url", pg.new_database()]
     if redis is not None:
         shared += ["--redis-url", redis.url()]
     quotas: list[CpuQuota] = []
     try:
-        stagger_s = spread_s / sessions
-        window = (stagger_s * (sessions - 1) + 0.3, stream_s - 0.3)
         return await _measured(
-            instances, sessions, model_port, shared, cpu_quota, quotas, watch, stagger_s, window
+            instances, sessions, model_port, shared, cpu_quota, quotas, watch, spread_s / sessions
         )
     finally:
         for quota in quotas:  # once their servers have exited
@@ -95,7 +98,6 @@ async def _measured(
     quotas: list[CpuQuota],
     watch: str,
     stagger_s: float,
-    window: tuple[float, float],
 ) -> Step:
     async with AsyncExitStack() as stack:
         servers = [
@@ -117,13 +119,14 @@ async def _measured(
             await model_sent(http, model_port)  # the warm-up's words: not this step's
             pids = [pid for _, pid in servers]
             cpu_before = sum(cpu_s(pid) for pid in pids)
-            sampling = asyncio.ensure_future(_busy_cpus(pids, *window))
+            busiest = Busiest(pids)
+            sampling = asyncio.ensure_future(busiest.watch())
             if watch == "session":  # each on the server it prompted through
                 await watch_sessions(prompts, received, stagger_s)
             else:
                 await follow(port, prompts, received, stagger_s)
             cpu = sum(cpu_s(pid) for pid in pids) - cpu_before
-            servers_cpus, others_cpus = await sampling
+            sampling.cancel()
             emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(
@@ -132,30 +135,37 @@ async def _measured(
         p50_ms=statistics.median(latencies),
         p99_ms=latencies[max(0, int(len(latencies) * 0.99) - 1)],
         cpu_ms_per_1k=cpu * 1e6 / len(received),
-        server_cpus=servers_cpus,
-        others_cpus=others_cpus,
+        server_cpus=busiest.servers,
+        others_cpus=busiest.others,
     )
 
 
-async def _busy_cpus(pids: list[int], from_s: float, to_s: float) -> tuple[float, float]:
-    """CPUs the servers, and everything else on the machine (Postgres, Redis, the mock
-    model, this client, the kernel), kept busy between ``from_s`` and ``to_s`` from now
-    (the first half second when that window is too short)."""
-    if to_s - from_s < 0.5:
-        from_s, to_s = 0.0, 0.5
-    await asyncio.sleep(from_s)
-    servers, machine, start = sum(cpu_s(pid) for pid in pids), machine_busy_s(), time.monotonic()
-    await asyncio.sleep(to_s - from_s)
-    wall = time.monotonic() - start
-    servers = (sum(cpu_s(pid) for pid in pids) - servers) / wall
-    return servers, max((machine_busy_s() - machine) / wall - servers, 0.0)
+class Busiest:
+    """The quarter second of a step in which the servers were busiest: their CPUs then, and
+    the rest of the machine's (Postgres, Redis, the mock model, this client, the kernel).
+    A bound is set by the step's worst moments (sessions starting, say), which an average
+    over the step hides."""
 
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.servers = 0.0
+        self.others = 0.0
 
-HEAD = [
-    "fan-out", "servers", "sessions", "deltas", "p50 ms", "p99 ms", "CPU ms/1k deltas",
-    "servers' CPUs", "others' CPUs",
-]  # fmt: skip
-OTHERS = "Postgres, model, client"
+    def _read(self) -> tuple[float, float, float]:
+        return sum(cpu_s(pid) for pid in self.pids), machine_busy_s(), time.monotonic()
+
+    async def watch(self) -> None:
+        """Until cancelled (before the servers stop)."""
+        servers, machine, at = self._read()
+        while True:
+            await asyncio.sleep(SLICE_S)
+            now = self._read()
+            wall = now[2] - at
+            used = (now[0] - servers) / wall
+            if used >= self.servers:
+                self.servers = used
+                self.others = max((now[1] - machine) / wall - used, 0.0)
+            servers, machine, at = now
 
 
 def row(fanout: str, instances: int, step: Step, run: int | None = None) -> list[str]:
@@ -221,7 +231,7 @@ async def largest(
     async def measure(sessions: int) -> Step:
         return await run(
             instances, sessions, model_port, pg, redis, args.cpu_quota, args.watch,
-            args.spread_s, args.tokens / args.rate,
+            args.spread_s,
         )  # fmt: skip
 
     found = await search(measure, args.limit_ms, args.max_sessions, args.refine, least=instances)
@@ -339,7 +349,7 @@ async def main() -> None:
                 for sessions in args.sessions:
                     step = await run(
                         instances, sessions, model_port, pg, through, args.cpu_quota,
-                        args.watch, args.spread_s, args.tokens / args.rate,
+                        args.watch, args.spread_s,
                     )  # fmt: skip
                     rows.append(row(fanout, instances, step))
     finally:

@@ -266,10 +266,12 @@ class Bus:
     def takes(self, event_type: str, session_id: str | None) -> bool:
         """Whether some subscriber would take an event of this type (and of this session;
         None: not known, any session's subscriber counts)."""
-        if any(s.takes_type(event_type) for s in self._everywhere):
+        if self._everywhere and any(s.takes_type(event_type) for s in self._everywhere):
             return True
-        if session_id is not None:
-            scoped: list[Subscription] = self._by_session.get(session_id, [])
+        if session_id is not None:  # another server's delta, say, for a session not watched
+            scoped: list[Subscription] | None = self._by_session.get(session_id)
+            if scoped is None:
+                return False
         else:
             scoped = [s for group in self._by_session.values() for s in group]
         return any(s.takes_type(event_type) for s in scoped)

@@ -21,7 +21,7 @@ from partwire.storage.pg_notify import (
     NOTIFY_PAYLOAD_BYTES,
     NotifyTail,
     Row,
-    notice_of,
+    notices_of,
     rows_of,
 )
 from partwire.storage.postgres import PostgresStore
@@ -42,17 +42,36 @@ def _logged(texts: list[str], last_seq: int = 0) -> list[Event]:
 
 def test_a_commits_rows_make_a_notice_and_come_back_from_it_whole() -> None:
     events = _logged(["one ", "two\nlines ", 'a "quote" and ünïcode '], last_seq=41)
-    rows = rows_of(notice_of(events, 44))
+    notices = notices_of(events, 44)
+    assert len(notices) == 1
+    rows = rows_of(notices[0])
     assert [seq for seq, _, _ in rows] == [42, 43, 44]
     assert {kind for _, kind, _ in rows} == {"message.part.delta"}
+    assert [row[2] for row in rows] == [event.properties_json for event in events]
+
+
+def test_a_commit_too_large_for_one_notice_is_split_in_order() -> None:
+    """A loaded server's group commit: many deltas, more bytes than one payload holds."""
+    texts = [f"word {n} " * 10 for n in range(120)]
+    events = _logged(texts, last_seq=99)
+    notices = notices_of(events, 219)
+    assert len(notices) > 1
+    assert all(0 < len(n.encode()) < NOTIFY_PAYLOAD_BYTES for n in notices)
+    rows = [row for notice in notices for row in rows_of(notice)]
+    assert [seq for seq, _, _ in rows] == list(range(100, 220))
     assert [row[2] for row in rows] == [event.properties_json for event in events]
 
 
 def test_rows_too_large_for_a_notification_make_an_empty_one() -> None:
     events = _logged(["é" * (NOTIFY_PAYLOAD_BYTES // 2)])  # fewer characters than bytes
     assert len(events[0].properties_json) < NOTIFY_PAYLOAD_BYTES
-    assert notice_of(events, 1) == ""
-    assert notice_of([], 5) == ""
+    assert notices_of(events, 1) == [""]
+    assert notices_of([], 5) == []
+    # a row too large between two that fit: the empty notice stands in its place, and
+    # the tail that gets it reads the table (from before it, so nothing is skipped)
+    events = _logged(["a", "é" * NOTIFY_PAYLOAD_BYTES, "é" * NOTIFY_PAYLOAD_BYTES, "b"], 10)
+    notices = notices_of(events, 14)
+    assert [rows_of(n) and [r[0] for r in rows_of(n)] for n in notices] == [[11], [], [14]]
 
 
 def test_a_notice_that_holds_no_rows_gives_none() -> None:
@@ -99,6 +118,15 @@ async def test_a_commit_notifies_its_rows_to_every_listener(postgres: PostgresSe
         assert [e.type for e in published] == ["session.idle"]
         assert [ids.logged_event_id(store.epoch, row[0]) for row in rows] == [published[0].id]
         assert rows[0][1:] == ("session.idle", published[0].properties_json)
+        # one commit too large for a payload: several, delivered in order, nothing missing
+        await store.publish([SessionIdle(SessionRef(sessionID=f"ses_{n}")) for n in range(400)])
+        payloads = await asyncio.to_thread(
+            lambda: [n.payload for n in listener.raw.notifies(timeout=0.5)]
+        )
+        rows = [row for payload in payloads for row in rows_of(payload)]
+        assert len(payloads) > 1
+        assert [row[0] for row in rows] == list(range(rows[0][0], rows[0][0] + 400))
+        assert [row[2] for row in rows] == [e.properties_json for e in seen.drain()]
     finally:
         listener.close()
         await store.close()

@@ -46,20 +46,39 @@ def hand_rows_after(conn: PgConnection, after: int, hand: Callable[[list[Row]], 
             return after
 
 
-def notice_of(events: list[Event], last_seq: int) -> str:
-    """One commit's log rows (its ``events``, numbered up to ``last_seq``) as a NOTIFY
-    payload: a line a row, ``seq type properties`` (JSON has no raw line break); empty when
-    they do not fit, or there are none."""
+def notices_of(events: list[Event], last_seq: int) -> list[str]:
+    """One commit's log rows (its ``events``, numbered up to ``last_seq``) as NOTIFY
+    payloads, in order: a line a row, ``seq type properties`` (JSON has no raw line break),
+    as many rows to a payload as fit. A row too large for a payload of its own makes an
+    empty one (its listeners read the table); none when there are no rows. A group commit
+    of a loaded server's deltas is larger than one payload: split, no tail reads it back."""
     first = last_seq - len(events) + 1
-    notice = "\n".join(
-        f"{first + n} {event.type} {event.properties_json}" for n, event in enumerate(events)
-    )
-    fits = len(notice) * 4 < NOTIFY_PAYLOAD_BYTES or len(notice.encode()) < NOTIFY_PAYLOAD_BYTES
-    return notice if fits else ""
+    notices: list[str] = []
+    lines: list[str] = []
+    size = 0
+    for n, event in enumerate(events):
+        line = f"{first + n} {event.type} {event.properties_json}"
+        length = _payload_bytes(line)
+        if lines and size + 1 + length >= NOTIFY_PAYLOAD_BYTES:
+            notices.append("\n".join(lines))
+            lines, size = [], 0
+        if length >= NOTIFY_PAYLOAD_BYTES:
+            if not notices or notices[-1]:  # one empty payload says it (repeats fold)
+                notices.append("")
+            continue
+        size += length + (1 if lines else 0)
+        lines.append(line)
+    if lines:
+        notices.append("\n".join(lines))
+    return notices
+
+
+def _payload_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def rows_of(notice: str) -> list[Row]:
-    """The rows a NOTIFY payload holds (``notice_of``); none when it holds none, or
+    """The rows a NOTIFY payload holds (``notices_of``); none when it holds none, or
     something else (a bare NOTIFY, another version's): the table is read instead."""
     rows: list[Row] = []
     for line in notice.split("\n") if notice else ():

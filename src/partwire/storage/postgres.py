@@ -36,7 +36,7 @@ from partwire.storage.pg_notify import (
     COMMANDS,
     NOTIFY_PAYLOAD_BYTES,
     NotifyTail,
-    notice_of,
+    notices_of,
 )
 from partwire.storage.recovery import open_lifecycle, recover_into
 from partwire.storage.redis_log import Appender, Keys, Reader
@@ -348,11 +348,14 @@ class _SharedLog:
         return int(conn.execute("SELECT partwire_log_lock(?)", (APPEND_LOCK,)).fetchone()[0])
 
     def end(self, conn: Conn, events: list[Event], last_seq: int) -> None:
-        """Tell the other servers' tails (at commit, in commit order): the rows themselves
-        when they fit in a notification, so that no tail reads them back. A commit that
-        logged nothing tells nobody."""
+        """Tell the other servers' tails (at commit, in commit order): the rows themselves,
+        in as many notifications as they take, so that no tail reads them back (but a row
+        too large for one). A commit that logged nothing tells nobody."""
         if self._appender is None and events:
-            conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, notice_of(events, last_seq)))
+            notices = notices_of(events, last_seq)
+            # one round trip; a transaction's notifications are delivered in the order sent
+            calls = ", ".join(["pg_notify(?, ?)"] * len(notices))
+            conn.execute(f"SELECT {calls}", [x for n in notices for x in (CHANNEL, n)])
 
     def committed(self, events: list[Event]) -> None:
         if self._appender is not None:
@@ -360,6 +363,7 @@ class _SharedLog:
 
 
 _SESSION_HEAD = '{"sessionID":"'
+_SESSION_AT = len(_SESSION_HEAD)
 
 
 def _session_of_row(payload: str) -> str | None:
@@ -367,7 +371,7 @@ def _session_of_row(payload: str) -> str | None:
     parsing the JSON); None when they don't start with it."""
     if not payload.startswith(_SESSION_HEAD):
         return None
-    end = payload.find('"', len(_SESSION_HEAD))
-    if end < 0 or "\\" in payload[len(_SESSION_HEAD) : end]:  # escaped: not worth reading
+    end = payload.find('"', _SESSION_AT)
+    if end < 0 or "\\" in payload[_SESSION_AT:end]:  # escaped: not worth reading
         return None
-    return payload[len(_SESSION_HEAD) : end]
+    return payload[_SESSION_AT:end]

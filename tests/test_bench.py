@@ -19,15 +19,21 @@ ROOT = Path(__file__).resolve().parents[1]
 _UNDER_230 = [1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200]
 
 
-async def run_bench(script: str, *args: str, limit_s: float = 120) -> str:
-    """Run bench/<script> with ``args``; its standard output (it must exit 0)."""
+async def ran(script: str, *args: str, limit_s: float = 120) -> tuple[int | None, bytes, bytes]:
+    """Run bench/<script> with ``args``: its exit code, standard output and error."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bench" / script), *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), limit_s)
-    assert process.returncode == 0, err.decode()
+    return process.returncode, out, err
+
+
+async def run_bench(script: str, *args: str, limit_s: float = 120) -> str:
+    """Run bench/<script> with ``args``; its standard output (it must exit 0)."""
+    code, out, err = await ran(script, *args, limit_s=limit_s)
+    assert code == 0, err.decode()
     return out.decode()
 
 
@@ -155,12 +161,8 @@ async def test_capacity_split_divides_the_cpu_by_what_the_short_answers_cost() -
 
 
 async def test_capacity_bench_refuses_a_split_of_one_token_answers() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "capacity.py"), "--tokens", "1", "--split",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    _, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode != 0
+    code, _, err = await ran("capacity.py", "--tokens", "1", "--split")
+    assert code != 0
     assert "--split: answers of at least 2 tokens" in err.decode()
 
 
@@ -322,13 +324,8 @@ def test_scale_bench_says_what_limited_each_number_of_servers(
 
 
 async def test_scale_bench_refuses_repeat_without_capacity() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "scale.py"), "--repeat", "2",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 1 and not out
+    code, out, err = await ran("scale.py", "--repeat", "2")
+    assert code == 1 and not out
     assert err.decode().strip() == "--repeat: a number of runs of at least 1, with --capacity"
 
 
@@ -390,13 +387,8 @@ async def test_floor_bench_shows_medians_and_each_rounds_ratio() -> None:
 
 
 async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "floor.py"), "--delay-ms", "5,soon",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 2 and out == b""
+    code, out, err = await ran("floor.py", "--delay-ms", "5,soon")
+    assert code == 2 and out == b""
     assert "not a list of milliseconds: '5,soon'" in err.decode()
     assert "Traceback" not in err.decode()
 
@@ -465,12 +457,7 @@ async def test_pair_bench_weighs_an_answers_start_and_end_with_starts() -> None:
 
 async def test_pair_bench_refuses_a_load_too_short_to_measure() -> None:
     src = str(ROOT / "src")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "pair.py"), src, src, "--tokens", "50",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode != 0 and out == b""
+    code, out, err = await ran("pair.py", src, src, "--tokens", "50")
+    assert code != 0 and out == b""
     assert "must stream together for a second" in err.decode()
     assert "Traceback" not in err.decode()

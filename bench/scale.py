@@ -121,12 +121,14 @@ async def _measured(
             cpu_before = sum(cpu_s(pid) for pid in pids)
             busiest = Busiest(pids)
             sampling = asyncio.ensure_future(busiest.watch())
-            if watch == "session":  # each on the server it prompted through
-                await watch_sessions(prompts, received, stagger_s)
-            else:
-                await follow(port, prompts, received, stagger_s)
-            cpu = sum(cpu_s(pid) for pid in pids) - cpu_before
-            sampling.cancel()
+            try:
+                if watch == "session":  # each on the server it prompted through
+                    await watch_sessions(prompts, received, stagger_s)
+                else:
+                    await follow(port, prompts, received, stagger_s)
+                cpu = sum(cpu_s(pid) for pid in pids) - cpu_before
+            finally:  # before the servers stop, whatever happened
+                sampling.cancel()
             emits = await model_sent(http, model_port)
     latencies = sorted((received[d] - emits[d]) / 1e6 for d in received if d in emits)
     return Step(

@@ -5,6 +5,7 @@ table)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from partwire import ids
 from partwire.bus import Bus
@@ -18,6 +19,7 @@ from partwire.schema.event import (
 from partwire.storage.pg_connection import connect
 from partwire.storage.pg_notify import (
     CHANNEL,
+    COMMANDS,
     NOTIFY_PAYLOAD_BYTES,
     NotifyTail,
     Row,
@@ -129,4 +131,86 @@ async def test_a_commit_notifies_its_rows_to_every_listener(postgres: PostgresSe
         assert [row[2] for row in rows] == [e.properties_json for e in seen.drain()]
     finally:
         listener.close()
+        await store.close()
+
+
+async def _following(url: str, after: int) -> tuple[NotifyTail, list[object]]:
+    """A tail on a database, noting what it hands on and obeys in one trace, in order."""
+    trace: list[object] = []
+    tail = NotifyTail(url, after, trace.append, lambda payload: trace.append(f"do {payload}"))
+    tail.start()
+    return tail, trace
+
+
+async def _until(trace: list[object], length: int) -> None:
+    for _ in range(200):
+        if len(trace) >= length:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the tail handed on {trace}")
+
+
+async def test_a_tail_follows_on_the_event_loop_in_the_order_notified(
+    postgres: PostgresServer,
+) -> None:
+    """No thread wakes for a notification: the loop reads the LISTEN socket itself, and
+    hands rows on and obeys commands in the order they were notified."""
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    sender = await asyncio.to_thread(connect, url, autocommit=True)
+    tail, trace = await _following(url, store._published)
+    try:
+        await asyncio.sleep(0.2)  # listening
+        assert "partwire-tail" not in {t.name for t in threading.enumerate()}
+        await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
+        await asyncio.to_thread(sender.execute, "SELECT pg_notify(?, ?)", (COMMANDS, "one"))
+        await store.publish([SessionIdle(SessionRef(sessionID=f"ses_{n}")) for n in (2, 3)])
+        await _until(trace, 3)
+        seq = store._published
+        assert trace[1] == "do one"
+        assert [[row[0] for row in rows] for rows in trace[::2]] == [[seq - 2], [seq - 1, seq]]
+        assert tail.after == seq
+    finally:
+        await tail.close()
+        sender.close()
+        await store.close()
+
+
+async def test_what_is_notified_while_the_tail_reads_the_table_waits_its_turn(
+    postgres: PostgresServer,
+) -> None:
+    """A commit that notifies no rows sends the tail to the table; a command notified
+    after it is obeyed only once the table's rows are handed on."""
+    url = postgres.new_database()
+    store = PostgresStore(url, Bus())
+    await store.open()
+    await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
+    sender = await asyncio.to_thread(connect, url, autocommit=True)
+    tail, trace = await _following(url, store._published)
+    try:
+        await asyncio.sleep(0.2)
+        seq = store._published + 1
+
+        def commit_unannounced_row() -> None:
+            with sender.raw.transaction():
+                sender.execute(
+                    "INSERT INTO event_log (seq, type, payload) VALUES (?, ?, ?)",
+                    (seq, "session.idle", '{"sessionID":"ses_2"}'),
+                )
+                sender.execute("SELECT pg_notify(?, ''), pg_notify(?, 'next')", (CHANNEL, COMMANDS))
+
+        await asyncio.to_thread(commit_unannounced_row)
+        await _until(trace, 2)
+        assert trace == [[(seq, "session.idle", '{"sessionID":"ses_2"}')], "do next"]
+        # rows that skip one it has not seen: refused, the table read (which has none)
+        await asyncio.to_thread(
+            sender.execute, "SELECT pg_notify(?, ?)", (CHANNEL, f"{seq + 2} t {{}}")
+        )
+        await asyncio.to_thread(sender.execute, "SELECT pg_notify(?, 'last')", (COMMANDS,))
+        await _until(trace, 3)
+        assert trace[2] == "do last" and tail.after == seq
+    finally:
+        await tail.close()
+        sender.close()
         await store.close()

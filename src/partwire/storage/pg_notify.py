@@ -1,6 +1,6 @@
 """Servers sharing a Postgres database learn of each other's commits by NOTIFY: each
 commit notifies ``partwire_log`` with its rows (when they fit; a notification is delivered
-to every listener at commit, in commit order), and each server's tail thread hands them on.
+to every listener at commit, in commit order), and each server's tail hands them on.
 A tail reads the table instead when a notification comes without rows (too large), when
 its rows do not follow the last it handed on, and once a second without any notification.
 Commands between servers go on ``partwire_commands``. (With Redis: ``storage/redis_log.py``.)
@@ -11,10 +11,12 @@ empty page that ends them), so Postgres' work grew with servers times commits.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from partwire.schema.event import Event
@@ -31,17 +33,23 @@ TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
 Row = tuple[int, str, str]  # seq, type, payload: an event_log row
 
 
+def rows_after(conn: PgConnection, after: int) -> list[Row]:
+    """The log's next page of rows after ``after``, in order."""
+    rows = conn.execute(
+        "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
+        (after, TAIL_PAGE),
+    ).fetchall()
+    return [(row[0], row[1], row[2]) for row in rows]
+
+
 def hand_rows_after(conn: PgConnection, after: int, hand: Callable[[list[Row]], object]) -> int:
     """Hand on the log's rows after ``after``, in order, a page at a time; returns the
     newest one handed on (``after`` when there were none)."""
     while True:
-        rows = conn.execute(
-            "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
-            (after, TAIL_PAGE),
-        ).fetchall()
+        rows = rows_after(conn, after)
         if rows:
             after = rows[-1][0]
-            hand([(row[0], row[1], row[2]) for row in rows])
+            hand(rows)
         if len(rows) < TAIL_PAGE:
             return after
 
@@ -110,6 +118,9 @@ class LogFollower:
     def start(self) -> None:
         self._thread.start()
 
+    async def close(self) -> None:
+        await asyncio.to_thread(self.stop)
+
     def stop(self) -> None:
         self._stopping = True
         with contextlib.suppress(Exception):  # now rather than at its next poll
@@ -133,8 +144,14 @@ class LogFollower:
         raise NotImplementedError
 
 
-class NotifyTail(LogFollower):
-    """Reads the log's new rows whenever any server commits (NOTIFY)."""
+class NotifyTail:
+    """Follows the log on the event loop: the loop itself watches the LISTEN connection's
+    socket, so a notification costs no thread's wake-up and no hand-over between threads
+    (on a server following two busy others, those were most of what following cost).
+    Rows are handed on, and commands obeyed, in the order they were notified; the table is
+    read (a page at a time, on a worker thread, over a connection of its own) when a
+    notification comes without rows or with rows that do not follow the last handed on,
+    and after a second without any notification. What is notified meanwhile waits."""
 
     def __init__(
         self,
@@ -144,30 +161,111 @@ class NotifyTail(LogFollower):
         command: Callable[[str], object],
     ) -> None:
         self.url = url
-        super().__init__(after, hand, command)
+        self.after = after  # the newest row handed on
+        self._hand, self._command = hand, command
+        self._pending: deque[tuple[str, str]] = deque()  # (channel, payload) not yet taken
+        self._behind = True  # the table is to be read before what is pending is taken
+        self._heard = False  # a notification came since the last look
+        self._lost: BaseException | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
 
-    def _wake(self) -> None:
-        waker = connect(self.url, autocommit=True)
-        waker.execute(f"NOTIFY {CHANNEL}")
-        waker.close()
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="partwire-tail")
 
-    def _follow(self) -> None:
-        conn = connect(self.url, autocommit=True)
+    async def close(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task is None:
+            return
+        done, _ = await asyncio.wait({self._task}, timeout=TAIL_POLL_S * 5)
+        if not done:  # still connecting to a database that does not answer
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                await self._follow()
+            except Exception as exc:  # a server went away: follow again from `after`
+                if self._stopping:
+                    return
+                log.warning("the event log's follower lost a connection (%s); retrying", exc)
+                await asyncio.sleep(TAIL_POLL_S)
+
+    async def _follow(self) -> None:
+        listener, table = await asyncio.to_thread(self._connect)
+        loop = asyncio.get_running_loop()
+        socket = listener.raw.pgconn.socket
+        self._lost, self._behind = None, True
+        loop.add_reader(socket, self._readable, listener, socket)
         try:
-            conn.execute(f"LISTEN {CHANNEL}")
-            conn.execute(f"LISTEN {COMMANDS}")
-            self._drain(conn)  # what was committed before this connection listened
             while not self._stopping:
-                notices = list(conn.raw.notifies(timeout=TAIL_POLL_S, stop_after=1))
-                if not notices:
-                    self._drain(conn)  # a quiet second: look anyway
-                for notice in notices:
-                    if notice.channel == COMMANDS:
-                        self._command(notice.payload)
-                    elif not self._take(rows_of(notice.payload)):
-                        self._drain(conn)
+                if self._behind or not self._heard:
+                    await self._catch_up(table)  # the first time: what came before LISTEN
+                self._heard = False
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), TAIL_POLL_S)
+                self._wake.clear()
+                if self._lost is not None:
+                    raise self._lost
         finally:
-            conn.close()
+            loop.remove_reader(socket)
+            await asyncio.to_thread(_close_both, listener, table)
+
+    def _connect(self) -> tuple[PgConnection, PgConnection]:
+        listener = connect(self.url, autocommit=True)
+        try:
+            listener.execute(f"LISTEN {CHANNEL}")
+            listener.execute(f"LISTEN {COMMANDS}")
+            return listener, connect(self.url, autocommit=True)
+        except BaseException:
+            listener.close()
+            raise
+
+    def _readable(self, listener: PgConnection, socket: int) -> None:
+        """On the loop, when the LISTEN connection has something to read."""
+        pgconn, encoding = listener.raw.pgconn, listener.raw.info.encoding
+        try:
+            pgconn.consume_input()
+        except Exception as exc:  # the connection is gone: _follow ends and follows anew
+            asyncio.get_running_loop().remove_reader(socket)
+            self._lost = exc
+            self._wake.set()
+            return
+        while (notice := pgconn.notifies()) is not None:
+            self._pending.append((notice.relname.decode(encoding), notice.extra.decode(encoding)))
+            self._heard = True
+        if not self._behind and not self._take_pending():
+            self._behind = True
+            self._wake.set()
+
+    async def _catch_up(self, table: PgConnection) -> None:
+        """Read the table, then take what was notified meanwhile; again while that does
+        not follow."""
+        self._behind = True
+        while True:
+            while rows := await asyncio.to_thread(rows_after, table, self.after):
+                self._hand(rows)
+                self.after = rows[-1][0]
+                if len(rows) < TAIL_PAGE:
+                    break
+            if self._take_pending():
+                self._behind = False
+                return
+
+    def _take_pending(self) -> bool:
+        """Take the notifications received, in order; False at one that needs the table
+        (it is dropped: the table holds its rows)."""
+        while self._pending:
+            channel, payload = self._pending.popleft()
+            if channel == COMMANDS:
+                self._command(payload)
+            elif not self._take(rows_of(payload)):
+                return False
+        return True
 
     def _take(self, rows: list[Row]) -> bool:
         """Hand on a notification's rows; False when they do not follow the last handed on
@@ -180,5 +278,8 @@ class NotifyTail(LogFollower):
             self.after = fresh[-1][0]
         return True
 
-    def _drain(self, conn: PgConnection) -> None:
-        self.after = hand_rows_after(conn, self.after, self._hand)
+
+def _close_both(listener: PgConnection, table: PgConnection) -> None:
+    for conn in (listener, table):
+        with contextlib.suppress(Exception):
+            conn.close()

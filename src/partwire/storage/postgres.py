@@ -106,6 +106,7 @@ class PostgresStore(SqliteStore):
         self._published = 0  # the newest log row published on this server's bus
         self._ours: dict[int, Event] = {}  # events this server committed, until published
         self._waiting: list[tuple[int, list[Write]]] = []  # (newest seq, batch) in order
+        self._reading_commands: set[asyncio.Task[None]] = set()
         self._on_command: Callable[[dict[str, Any]], object] | None = None
         # the asks and statuses other servers had open when this one started (log rows)
         self._open_at_start: list[tuple[int, str, str]] = []
@@ -192,15 +193,17 @@ class PostgresStore(SqliteStore):
             table = functools.partial(connect, self.url, autocommit=True)
             keys = Keys(self.epoch)
             self._tail = Reader(self.redis_url, keys, table, self._published, hand, command)
-        else:
-            self._tail = NotifyTail(self.url, self._published, hand, command)
+        else:  # on the loop itself: no hand-over
+            self._tail = NotifyTail(self.url, self._published, self._publish, self._command)
         self._tail.start()
 
     async def close(self) -> None:
         await super().close()
         if self._tail is not None:
-            await asyncio.to_thread(self._tail.stop)
+            await self._tail.close()
             self._tail = None
+        for task in self._reading_commands:
+            task.cancel()
         for _, batch in self._waiting:  # committed; nobody is left to publish them here
             self._settle(batch)
         self._waiting.clear()
@@ -257,23 +260,26 @@ class PostgresStore(SqliteStore):
         self._on_command = handle
 
     def _command(self, payload: str) -> None:
-        """Another server's command: in the NOTIFY payload, or in a row the payload names
-        (a command too large for NOTIFY). Runs on the tail's thread."""
+        """On the loop: another server's command, in the NOTIFY payload, or in a row the
+        payload names (a command too large for NOTIFY; read by a reader, not here)."""
         if self._on_command is None:
             return
         command = json.loads(payload)
         if isinstance(command, dict) and set(command) == {COMMAND_ROW}:
-            conn = connect(self.url, autocommit=True)
-            try:
-                row = conn.execute(
-                    "SELECT payload FROM server_command WHERE id = ?", (command[COMMAND_ROW],)
-                ).fetchone()
-            finally:
-                conn.close()
-            if row is None:
-                return
-            command = json.loads(row[0])
+            task = asyncio.get_running_loop().create_task(self._command_in_row(command))
+            self._reading_commands.add(task)
+            task.add_done_callback(self._reading_commands.discard)
+            return
         self._on_command(command)
+
+    async def _command_in_row(self, command: dict[str, Any]) -> None:
+        row = await self._readers.read(
+            lambda conn: conn.execute(
+                "SELECT payload FROM server_command WHERE id = ?", (command[COMMAND_ROW],)
+            ).fetchone()
+        )
+        if row is not None and self._on_command is not None:
+            self._on_command(json.loads(row[0]))
 
     async def send_command(self, command: dict[str, Any]) -> None:
         if self.redis_url is not None:

@@ -137,7 +137,13 @@ async def test_a_commit_notifies_its_rows_to_every_listener(postgres: PostgresSe
 async def _following(url: str, after: int) -> tuple[NotifyTail, list[object]]:
     """A tail on a database, noting what it hands on and obeys in one trace, in order."""
     trace: list[object] = []
-    tail = NotifyTail(url, after, trace.append, lambda payload: trace.append(f"do {payload}"))
+
+    def obey(payload: str) -> None:
+        if payload == "bad":
+            raise ValueError("not a command")
+        trace.append(f"do {payload}")
+
+    tail = NotifyTail(url, after, trace.append, obey)
     tail.start()
     return tail, trace
 
@@ -154,7 +160,8 @@ async def test_a_tail_follows_on_the_event_loop_in_the_order_notified(
     postgres: PostgresServer,
 ) -> None:
     """No thread wakes for a notification: the loop reads the LISTEN socket itself, and
-    hands rows on and obeys commands in the order they were notified."""
+    hands rows on and obeys commands in the order they were notified. A command that
+    cannot be obeyed is logged and passed over."""
     url = postgres.new_database()
     store = PostgresStore(url, Bus())
     await store.open()
@@ -164,6 +171,7 @@ async def test_a_tail_follows_on_the_event_loop_in_the_order_notified(
         await asyncio.sleep(0.2)  # listening
         assert "partwire-tail" not in {t.name for t in threading.enumerate()}
         await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
+        await asyncio.to_thread(sender.execute, "SELECT pg_notify(?, 'bad')", (COMMANDS,))
         await asyncio.to_thread(sender.execute, "SELECT pg_notify(?, ?)", (COMMANDS, "one"))
         await store.publish([SessionIdle(SessionRef(sessionID=f"ses_{n}")) for n in (2, 3)])
         await _until(trace, 3)

@@ -18,9 +18,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from partwire.schema.event import Event
 from partwire.storage.pg_connection import PgConnection, connect
+
+if TYPE_CHECKING:
+    from psycopg.pq.abc import PGconn
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +204,9 @@ class NotifyTail:
         loop = asyncio.get_running_loop()
         socket = listener.raw.pgconn.socket
         self._lost, self._behind = None, True
-        loop.add_reader(socket, self._readable, listener, socket)
+        loop.add_reader(
+            socket, self._readable, listener.raw.pgconn, socket, listener.raw.info.encoding
+        )
         try:
             while not self._stopping:
                 if self._behind or not self._heard:
@@ -225,9 +231,8 @@ class NotifyTail:
             listener.close()
             raise
 
-    def _readable(self, listener: PgConnection, socket: int) -> None:
+    def _readable(self, pgconn: PGconn, socket: int, encoding: str) -> None:
         """On the loop, when the LISTEN connection has something to read."""
-        pgconn, encoding = listener.raw.pgconn, listener.raw.info.encoding
         try:
             pgconn.consume_input()
         except Exception as exc:  # the connection is gone: _follow ends and follows anew
@@ -262,10 +267,16 @@ class NotifyTail:
         while self._pending:
             channel, payload = self._pending.popleft()
             if channel == COMMANDS:
-                self._command(payload)
+                self._obey(payload)
             elif not self._take(rows_of(payload)):
                 return False
         return True
+
+    def _obey(self, payload: str) -> None:
+        try:
+            self._command(payload)
+        except Exception:  # another server's (or a stranger's) command: never this tail's end
+            log.exception("a command from another server could not be obeyed: %.200s", payload)
 
     def _take(self, rows: list[Row]) -> bool:
         """Hand on a notification's rows; False when they do not follow the last handed on

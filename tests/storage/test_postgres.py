@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
@@ -239,23 +240,40 @@ async def test_a_dropped_connection_is_made_anew_and_nothing_is_lost(
         await store.close()
 
 
-@pytest.mark.parametrize("count", [1, 3, 70])
-async def test_a_commits_log_rows_land_in_sequence_from_one_statement(
+class _Counting:
+    """A psycopg connection that notes the statements it is sent."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.statements = raw, list[str]()
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self.statements.append(sql)
+        return self.raw.execute(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 70])
+async def test_a_commits_log_rows_and_notices_go_in_one_statement(
     postgres: PostgresServer, count: int
 ) -> None:
     """Postgres takes a commit's log rows in one INSERT (a round trip each would cost),
-    every row, in order, with its text as given."""
+    every row, in order, with its text as given, and in the same statement the NOTIFYs
+    that tell the other servers, delivered at commit in the order given."""
     from partwire import ids
     from partwire.schema.event import MessagePartDelta, PartDeltaProps
     from partwire.storage.pg_connection import connect
+    from partwire.storage.pg_notify import CHANNEL
     from partwire.storage.writes import WriteContext
 
     url = postgres.new_database()
     store = PostgresStore(url, Bus())
     await store.open()
     await store.close()
-    conn = connect(url)
+    conn, listener = connect(url), connect(url, autocommit=True)
     try:
+        listener.execute(f"LISTEN {CHANNEL}")
         with conn:
             last = conn.execute("SELECT partwire_log_lock(?)", (1,)).fetchone()[0]
             ctx = WriteContext(conn, epoch=store.epoch, last_seq=last)
@@ -266,12 +284,18 @@ async def test_a_commits_log_rows_land_in_sequence_from_one_statement(
                     delta=delta,
                 )  # fmt: skip
                 ctx.log(MessagePartDelta(props))
-            ctx.insert_rows()
+            conn.raw = counting = _Counting(conn.raw)  # type: ignore[assignment]
+            ctx.insert_rows([(CHANNEL, "first 'é\""), (CHANNEL, "second")])
+            conn.raw = counting.raw
+        told = [n.payload for n in listener.raw.notifies(timeout=1, stop_after=2)]
         rows = conn.execute(
             "SELECT seq, payload FROM event_log WHERE seq > ? ORDER BY seq", (last,)
         ).fetchall()
     finally:
         conn.close()
+        listener.close()
+    assert len(counting.statements) == 1
+    assert told == ["first 'é\"", "second"]
     assert [seq for seq, _ in rows] == list(range(last + 1, last + 1 + count))
     assert [payload for _, payload in rows] == [e.properties_json for e in ctx.events]
     assert [e.id for e in ctx.events] == [ids.logged_event_id(store.epoch, seq) for seq, _ in rows]

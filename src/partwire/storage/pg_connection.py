@@ -82,10 +82,23 @@ class PgConnection:
             self._reconnect_if_dropped()
             return self.raw.execute(sql)
 
-    def insert_log_rows(self, rows: Sequence[object], /) -> None:
+    def insert_log_rows(
+        self, rows: Sequence[object], notices: Sequence[tuple[str, str]] = (), /
+    ) -> None:
         """Event log rows (seq, type, payload, flattened) in one statement however many
-        there are: on Postgres every statement is a round trip (WriteContext.insert_rows)."""
-        self.raw.execute(_INSERT_LOG_ROWS, (rows[0::3], rows[1::3], rows[2::3]))
+        there are, and with them the NOTIFYs ``notices`` (channel, payload) in order: on
+        Postgres every statement is a round trip (WriteContext.insert_rows)."""
+        if not notices:
+            self.raw.execute(_INSERT_LOG_ROWS, (rows[0::3], rows[1::3], rows[2::3]))
+            return
+        calls = ", ".join(["pg_notify(%s, %s)"] * len(notices))
+        told = [text for notice in notices for text in notice]
+        if not rows:
+            self.raw.execute(f"SELECT {calls}", told)
+            return
+        # a data-modifying WITH runs whole whether or not the query reads it
+        statement = f"WITH logged AS ({_INSERT_LOG_ROWS}) SELECT {calls}"
+        self.raw.execute(statement, (rows[0::3], rows[1::3], rows[2::3], *told))
 
     def executescript(self, sql_script: str, /) -> Cursor:
         """Several statements, no parameters (Postgres runs them as one simple query)."""

@@ -166,7 +166,7 @@ class PostgresStore(SqliteStore):
         with conn:
             ctx = WriteContext(conn, epoch, log_order.begin(conn))
             recover_into(ctx, skip=frozenset(others_live_leases(conn, self.server_id)))
-            log_order.end(conn, ctx.events, ctx.last_seq)
+            log_order.end(ctx, ctx.events)
         if ctx.events:
             log_order.committed(ctx.events)
         asks, working = open_lifecycle(conn)  # what is left open is other servers'
@@ -353,15 +353,16 @@ class _SharedLog:
     def begin(self, conn: Conn) -> int:
         return int(conn.execute("SELECT partwire_log_lock(?)", (APPEND_LOCK,)).fetchone()[0])
 
-    def end(self, conn: Conn, events: list[Event], last_seq: int) -> None:
-        """Tell the other servers' tails (at commit, in commit order): the rows themselves,
-        in as many notifications as they take, so that no tail reads them back (but a row
-        too large for one). A commit that logged nothing tells nobody."""
-        if self._appender is None and events:
-            notices = notices_of(events, last_seq)
-            # one round trip; a transaction's notifications are delivered in the order sent
-            calls = ", ".join(["pg_notify(?, ?)"] * len(notices))
-            conn.execute(f"SELECT {calls}", [x for n in notices for x in (CHANNEL, n)])
+    def end(self, ctx: WriteContext, events: list[Event]) -> None:
+        """Insert the transaction's last rows and, in the same statement, tell the other
+        servers' tails (at commit, in commit order) the rows themselves, in as many
+        notifications as they take (one round trip; a transaction's notifications are
+        delivered in the order sent), so that no tail reads them back (but a row too large
+        for one). A commit that logged nothing tells nobody."""
+        if self._appender is not None or not events:
+            ctx.insert_rows()
+            return
+        ctx.insert_rows([(CHANNEL, notice) for notice in notices_of(events, ctx.last_seq)])
 
     def committed(self, events: list[Event]) -> None:
         if self._appender is not None:

@@ -60,11 +60,13 @@ Lost = Callable[[BaseException], None]
 class Sequencer(Protocol):
     """Where several writers share one log (Postgres, several servers): ``begin`` runs
     first in every transaction and returns the log's newest sequence number once no other
-    writer can append (its lock is held until commit), ``end`` runs last in it, and
-    ``committed`` is told the events once they are durable (on the writer's thread)."""
+    writer can append (its lock is held until commit), ``end`` runs last in it and inserts
+    the transaction's rows not inserted yet (``ctx.insert_rows``, with what it tells the
+    other writers, in one statement), and ``committed`` is told the events once they are
+    durable (on the writer's thread)."""
 
     def begin(self, conn: Conn) -> int: ...
-    def end(self, conn: Conn, events: list[Event], last_seq: int) -> None: ...
+    def end(self, ctx: WriteContext, events: list[Event]) -> None: ...
     def committed(self, events: list[Event]) -> None: ...
 
 
@@ -295,9 +297,10 @@ class Writer:
             ctx.last_seq = self._sequencer.begin(conn)
         for write in writes:
             write.apply(ctx)
-        ctx.insert_rows()
         if self._sequencer is not None:
-            self._sequencer.end(conn, ctx.events[first:], ctx.last_seq)
+            self._sequencer.end(ctx, ctx.events[first:])
+        else:
+            ctx.insert_rows()
 
     def _commit(self, conn: Conn, batch: list[Write], *, here: bool) -> bool:
         """Commit ``batch`` on the caller's thread: the loop's own (``here``) or the

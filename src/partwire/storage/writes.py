@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from partwire import ids
@@ -58,14 +58,17 @@ class WriteContext:
         json = event_json(event_id, draft.type, body)
         self.events.append(Event(event_id, draft.type, draft.properties, json))
 
-    def insert_rows(self) -> None:
+    def insert_rows(self, notices: Sequence[tuple[str, str]] = ()) -> None:
+        """The rows logged since the last call; on Postgres in one statement, which also
+        sends ``notices`` (channel, payload: NOTIFY's, delivered at commit)."""
         rows, start = self.rows, 0
         self.rows, end = [], len(rows)
         in_one = getattr(self.conn, "insert_log_rows", None)  # Postgres: one round trip
         if in_one is not None:
-            if rows:
-                in_one(rows)
+            if rows or notices:
+                in_one(rows, notices)
             return
+        assert not notices, "NOTIFY is Postgres'"
         for size in _ROW_CHUNKS:
             width = size * 3
             while end - start >= width:

@@ -251,8 +251,8 @@ class _SharedLog:
     def begin(self, conn: sqlite3.Connection) -> int:
         return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM event_log").fetchone()[0])
 
-    def end(self, conn: sqlite3.Connection, events: list[Event], last_seq: int) -> None:
-        return None
+    def end(self, ctx: WriteContext, events: list[Event]) -> None:
+        ctx.insert_rows()  # the rows not inserted yet are the sequencer's to insert
 
     def committed(self, events: list[Event]) -> None:
         return None

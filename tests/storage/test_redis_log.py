@@ -140,7 +140,7 @@ async def test_a_reader_hands_rows_in_log_order_and_reads_a_missing_one_from_the
         assert handed[2] == (after + 3, lost.type, lost.properties_json)
     finally:
         stream.close()
-        await asyncio.to_thread(reader.stop)
+        await reader.close()
 
 
 async def test_commits_reach_the_other_server_when_appends_to_redis_fail(

@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -99,53 +97,6 @@ def rows_of(notice: str) -> list[Row]:
             return []
         rows.append((int(fields[0]), fields[1], fields[2]))
     return rows
-
-
-class LogFollower:
-    """A thread that hands on the log's rows in order, and other servers' commands, and
-    follows again from the last row it handed on when it loses a connection."""
-
-    thread_name = "partwire-tail"
-
-    def __init__(
-        self,
-        after: int,
-        hand: Callable[[list[Row]], object],
-        command: Callable[[str], object],
-    ) -> None:
-        self.after = after  # the newest row handed on
-        self._hand = hand
-        self._command = command
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    async def close(self) -> None:
-        await asyncio.to_thread(self.stop)
-
-    def stop(self) -> None:
-        self._stopping = True
-        with contextlib.suppress(Exception):  # now rather than at its next poll
-            self._wake()
-        self._thread.join(TAIL_POLL_S * 5)
-
-    def _run(self) -> None:
-        while not self._stopping:
-            try:
-                self._follow()
-            except Exception as exc:  # a server went away: follow again from `after`
-                if self._stopping:
-                    return
-                log.warning("the event log's follower lost a connection (%s); retrying", exc)
-                time.sleep(TAIL_POLL_S)
-
-    def _follow(self) -> None:
-        raise NotImplementedError
-
-    def _wake(self) -> None:
-        raise NotImplementedError
 
 
 class NotifyTail:

@@ -20,9 +20,11 @@ Redis is away they are lost (the rows are not: readers read the table every POLL
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,7 +33,7 @@ from partwire import ids
 from partwire.errors import ConfigError, StorageError
 from partwire.schema.event import Event
 from partwire.storage.pg_connection import PgConnection, redacted
-from partwire.storage.pg_notify import LogFollower, Row, hand_rows_after
+from partwire.storage.pg_notify import Row, hand_rows_after
 
 if TYPE_CHECKING:
     import redis
@@ -176,11 +178,11 @@ def _newest(stream: redis.Redis, key: str) -> bytes:
     return found[0][0] if found else b"0-0"
 
 
-class Reader(LogFollower):
-    """Hands the log's rows on in order: from the stream while it keeps up, from the
-    table where it cannot say (see the module's docstring)."""
-
-    thread_name = "partwire-redis"
+class Reader:
+    """A thread that hands the log's rows on in order, and other servers' commands: rows
+    from the stream while it keeps up, from the table where it cannot say (see the
+    module's docstring); it follows again from the last row it handed on when it loses
+    a connection."""
 
     def __init__(
         self,
@@ -195,7 +197,32 @@ class Reader(LogFollower):
         self._table = table
         self._early: dict[int, Row] = {}  # rows past a missing one
         self._gap_since: float | None = None
-        super().__init__(after, hand, command)
+        self.after = after  # the newest row handed on
+        self._hand, self._command = hand, command
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="partwire-redis", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._stop)
+
+    def _stop(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(Exception):  # now rather than at its next poll
+            self._wake()
+        self._thread.join(POLL_S * 5)
+
+    def _run(self) -> None:
+        while not self._stopping:
+            try:
+                self._follow()
+            except Exception as exc:  # a server went away: follow again from `after`
+                if self._stopping:
+                    return
+                log.warning("the event log's follower lost a connection (%s); retrying", exc)
+                time.sleep(POLL_S)
 
     def _wake(self) -> None:
         connection = client(self.url)

@@ -461,3 +461,26 @@ async def test_pair_bench_refuses_a_load_too_short_to_measure() -> None:
     assert code != 0 and out == b""
     assert "must stream together for a second" in err.decode()
     assert "Traceback" not in err.decode()
+
+
+async def test_follow_bench_reads_the_busy_server_and_each_follower_for_each_build(
+    postgres: PostgresServer,  # Postgres is installed (the bench starts its own)
+) -> None:
+    src = str(ROOT / "src")
+    out = await run_bench(
+        "follow.py", "--sessions", "2", "--followers", "2", "--rounds", "2", "--tokens", "20",
+        "--rate", "200", "--builds", src, src, limit_s=240,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("2 idle servers following")
+    assert lines[1].split() == ["build", "round", "busy", "ms/s", "follower", "1", "follower", "2"]
+    rows = [line.split() for line in lines[3:7]]
+    assert [row[:2] for row in rows] == [[src, "1"], [src, "1"], [src, "2"], [src, "2"]]
+    # the busy server's CPU is read; a follower's may be under a clock tick in so short a run
+    assert all(float(row[2]) > 0 and float(row[3]) >= 0 and float(row[4]) >= 0 for row in rows)
+    assert lines[7].startswith(f"{src}: median busy ") and lines[7].endswith(" ms/s")
+
+
+async def test_follow_bench_refuses_a_folder_without_partwire(tmp_path: Path) -> None:
+    code, _, err = await ran("follow.py", "--builds", str(tmp_path))
+    assert code == 2 and f"--builds: {tmp_path} holds no partwire package" in err.decode()

@@ -102,7 +102,7 @@ def rows_of(notice: str) -> list[Row]:
 class NotifyTail:
     """Follows the log on the event loop: the loop itself watches the LISTEN connection's
     socket, so a notification costs no thread's wake-up and no hand-over between threads
-    (on a server following two busy others, those were most of what following cost).
+    (a quarter of what following a busy server cost: bench/follow.py).
     Rows are handed on, and commands obeyed, in the order they were notified; the table is
     read (a page at a time, on a worker thread, over a connection of its own) when a
     notification comes without rows or with rows that do not follow the last handed on,

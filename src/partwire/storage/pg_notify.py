@@ -35,23 +35,17 @@ TAIL_POLL_S = 1.0  # a tail also looks without a notification this often
 Row = tuple[int, str, str]  # seq, type, payload: an event_log row
 
 
-def rows_after(conn: PgConnection, after: int) -> list[Row]:
-    """The log's next page of rows after ``after``, in order."""
-    rows = conn.execute(
-        "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
-        (after, TAIL_PAGE),
-    ).fetchall()
-    return [(row[0], row[1], row[2]) for row in rows]
-
-
 def hand_rows_after(conn: PgConnection, after: int, hand: Callable[[list[Row]], object]) -> int:
     """Hand on the log's rows after ``after``, in order, a page at a time; returns the
     newest one handed on (``after`` when there were none)."""
     while True:
-        rows = rows_after(conn, after)
+        rows = conn.execute(
+            "SELECT seq, type, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after, TAIL_PAGE),
+        ).fetchall()
         if rows:
             after = rows[-1][0]
-            hand(rows)
+            hand([(row[0], row[1], row[2]) for row in rows])
         if len(rows) < TAIL_PAGE:
             return after
 
@@ -104,7 +98,7 @@ class NotifyTail:
     socket, so a notification costs no thread's wake-up and no hand-over between threads
     (a quarter of what following a busy server cost: bench/follow.py).
     Rows are handed on, and commands obeyed, in the order they were notified; the table is
-    read (a page at a time, on a worker thread, over a connection of its own) when a
+    read (on a worker thread, over a connection of its own) when a
     notification comes without rows or with rows that do not follow the last handed on,
     and after a second without any notification. What is notified meanwhile waits."""
 
@@ -203,11 +197,10 @@ class NotifyTail:
         not follow."""
         self._behind = True
         while True:
-            while rows := await asyncio.to_thread(rows_after, table, self.after):
+            rows: list[Row] = []  # read on a worker thread, handed on here
+            self.after = await asyncio.to_thread(hand_rows_after, table, self.after, rows.extend)
+            if rows:
                 self._hand(rows)
-                self.after = rows[-1][0]
-                if len(rows) < TAIL_PAGE:
-                    break
             if self._take_pending():
                 self._behind = False
                 return

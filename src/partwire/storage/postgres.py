@@ -181,6 +181,14 @@ class PostgresStore(SqliteStore):
             await asyncio.to_thread(redis_log.check, self.redis_url)
         await super().open()
         self._published = self._writer.last_seq  # recovery's rows are published already
+        if self.redis_url is None:  # on the loop itself: no hand-over
+            self._tail = NotifyTail(self.url, self._published, self._publish, self._command)
+        else:
+            self._tail = self._redis_reader(self.redis_url)
+        self._tail.start()
+
+    def _redis_reader(self, redis_url: str) -> Reader:
+        """The thread that follows the Redis stream, handing rows and commands to the loop."""
         loop = asyncio.get_running_loop()
 
         def hand(rows: list[tuple[int, str, str]]) -> None:
@@ -189,13 +197,8 @@ class PostgresStore(SqliteStore):
         def command(payload: str) -> None:
             loop.call_soon_threadsafe(self._command, payload)
 
-        if self.redis_url is not None:
-            table = functools.partial(connect, self.url, autocommit=True)
-            keys = Keys(self.epoch)
-            self._tail = Reader(self.redis_url, keys, table, self._published, hand, command)
-        else:  # on the loop itself: no hand-over
-            self._tail = NotifyTail(self.url, self._published, self._publish, self._command)
-        self._tail.start()
+        table = functools.partial(connect, self.url, autocommit=True)
+        return Reader(redis_url, Keys(self.epoch), table, self._published, hand, command)
 
     async def close(self) -> None:
         await super().close()

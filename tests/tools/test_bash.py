@@ -88,6 +88,37 @@ async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, proje
     assert not _alive(child), "the background child survived the abort"
 
 
+async def test_an_abort_while_the_command_starts_still_kills_what_it_started(
+    ctx: ToolContext, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine the command runs (and starts its children) before asyncio has
+    set up its pipes; an abort in that window must not leave them running."""
+    real = asyncio.create_subprocess_exec
+
+    async def slow_start(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        process = await real(*args, **kwargs)
+        await asyncio.sleep(0.5)  # still starting, as far as the tool can tell
+        return process
+
+    monkeypatch.setattr(bash.asyncio, "create_subprocess_exec", slow_start)
+    command = "sleep 60 & echo $! > child.pid; wait"
+    task = asyncio.create_task(bash.TOOL.run({"command": command, "description": "spawn"}, ctx))
+    pid_file = project / "child.pid"
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    child = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(50):
+        if not _alive(child):
+            break
+        await asyncio.sleep(0.02)
+    assert not _alive(child), "the child of a command aborted while starting survived"
+
+
 async def test_workdir_runs_elsewhere_and_asks_when_outside(
     ctx: ToolContext, project: Path, asks: Asks
 ) -> None:

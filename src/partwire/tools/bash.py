@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -55,6 +56,27 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
+async def _start(command: str, cwd: Path) -> asyncio.subprocess.Process:
+    """The command running in a new process group. An abort that comes while the process
+    starts (it may already run, and have started children, before asyncio has set up its
+    pipes) stops the group before the abort goes on: nothing is left running."""
+    spawn = asyncio.create_subprocess_exec(
+        "/bin/bash", "-c", command,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    starting = asyncio.ensure_future(spawn)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # it failed to start: nothing to stop
+            await _stop(await starting)
+        raise
+
+
 async def _pump(
     process: asyncio.subprocess.Process, ctx: ToolContext, description: str, chunks: list[str]
 ) -> None:
@@ -78,14 +100,7 @@ async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
     )
     if not cwd.is_dir():
         raise ToolError(f"workdir {args.workdir} is not a directory.")
-    process = await asyncio.create_subprocess_exec(
-        "/bin/bash", "-c", args.command,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
+    process = await _start(args.command, cwd)
     chunks: list[str] = []
     timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
     timed_out = False

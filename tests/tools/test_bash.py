@@ -68,7 +68,9 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
-async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, project: Path) -> None:
+async def _abort_a_spawner(ctx: ToolContext, project: Path) -> int:
+    """Run a command that leaves a child in the background, abort it once the child runs,
+    and wait up to a second for the child to go: its pid."""
     command = "sleep 60 & echo $! > child.pid; wait"
     task = asyncio.create_task(bash.TOOL.run({"command": command, "description": "spawn"}, ctx))
     pid_file = project / "child.pid"
@@ -85,6 +87,11 @@ async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, proje
         if not _alive(child):
             break
         await asyncio.sleep(0.02)
+    return child
+
+
+async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, project: Path) -> None:
+    child = await _abort_a_spawner(ctx, project)
     assert not _alive(child), "the background child survived the abort"
 
 
@@ -101,21 +108,7 @@ async def test_an_abort_while_the_command_starts_still_kills_what_it_started(
         return process
 
     monkeypatch.setattr(bash.asyncio, "create_subprocess_exec", slow_start)
-    command = "sleep 60 & echo $! > child.pid; wait"
-    task = asyncio.create_task(bash.TOOL.run({"command": command, "description": "spawn"}, ctx))
-    pid_file = project / "child.pid"
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.02)
-    child = int(pid_file.read_text())
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(50):
-        if not _alive(child):
-            break
-        await asyncio.sleep(0.02)
+    child = await _abort_a_spawner(ctx, project)
     assert not _alive(child), "the child of a command aborted while starting survived"
 
 

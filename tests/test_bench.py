@@ -12,21 +12,24 @@ from typing import Any
 
 import pytest
 
+from partwire import processes
 from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
+# a bound far above any p99: the tests that drive capacity.py check its table, not latency
+LENIENT_MS = "60000"
 _UNDER_230 = [1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200]
 
 
 async def ran(script: str, *args: str, limit_s: float = 120) -> tuple[int | None, bytes, bytes]:
     """Run bench/<script> with ``args``: its exit code, standard output and error."""
-    process = await asyncio.create_subprocess_exec(
+    process = await processes.start(
         sys.executable, str(ROOT / "bench" / script), *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), limit_s)
+    out, err = await processes.finish(process, limit_s=limit_s)
     return process.returncode, out, err
 
 
@@ -72,15 +75,16 @@ async def test_ui_bench_prints_its_tables() -> None:
 
 async def test_capacity_bench_prints_its_steps_and_the_largest_k() -> None:
     out = await run_bench(
-        "capacity.py", "--max-sessions", "5", "--tokens", "100", "--rate", "500", limit_s=180
-    )
+        "capacity.py", "--max-sessions", "5", "--tokens", "100", "--rate", "500",
+        "--limit-ms", LENIENT_MS, limit_s=180,
+    )  # fmt: skip
     lines = out.splitlines()
     assert lines[1].split()[:3] == ["sessions", "deltas", "p50"]
     rows = [row.split() for row in lines[3:5]]
     assert [row[:2] for row in rows] == [["1", "100"], ["5", "500"]]  # every delta read
     # CPU is read in clock ticks (10 ms): 500 deltas take several
     assert float(rows[1][4]) > 0
-    assert lines[-2].startswith("largest K with p99 <= 50 ms: ")
+    assert lines[-2].startswith(f"largest K with p99 <= {LENIENT_MS} ms: 5 sessions (")
     assert lines[-1] == "the bound was not passed up to --max-sessions 5"
 
 
@@ -182,7 +186,8 @@ async def test_capacity_bench_says_what_limited_it() -> None:
 async def test_capacity_bench_records_external_loops_through_ingest_with_the_loops_lag() -> None:
     out = await run_bench(
         "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        "--via", "ingest", "--loop-lag", limit_s=180,
+        "--via", "ingest", "--loop-lag",
+        "--limit-ms", LENIENT_MS, limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
     assert "external loops through ingest" in lines[0]
@@ -210,7 +215,8 @@ async def test_capacity_bench_holds_the_server_to_a_cpu_quota_and_staggers_the_p
     root = _quota_root()
     out = await run_bench(
         "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        "--cpu-quota", "0.5", "--stagger-ms", "30", limit_s=180,
+        "--cpu-quota", "0.5", "--stagger-ms", "30",
+        "--limit-ms", LENIENT_MS, limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
     assert lines[0].endswith(
@@ -242,7 +248,8 @@ async def test_scale_bench_prints_one_row_per_fanout_servers_and_sessions(
 async def test_capacity_bench_watches_each_session_on_its_own_stream_when_asked() -> None:
     out = await run_bench(
         "capacity.py", "--max-sessions", "5", "--tokens", "20", "--rate", "200",
-        "--watch", "session", limit_s=180,
+        "--watch", "session",
+        "--limit-ms", LENIENT_MS, limit_s=180,
     )  # fmt: skip
     lines = out.splitlines()
     assert lines[0].endswith("a client per session, partwire's loop")

@@ -10,8 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from partwire import commands
 from partwire.commands import Command, discover
 from tests.reference import response_schema, validate_schema
+from tests.test_processes import gone
 
 
 def write_command(root: Path, folder: str, name: str, text: str) -> None:
@@ -201,3 +203,28 @@ async def test_template_lines_are_read_as_bash_lines_and_run_under_bash(
         assert refused.status_code == 403
         assert patterns == ["echo hi", "touch pwned"]
         assert not (project / "pwned").exists()
+
+
+async def test_a_shell_substitution_past_its_time_is_stopped_with_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "SHELL_TIMEOUT_S", 0.3)
+    pid_file = tmp_path / "child.pid"
+    text = await commands.run_shell(f"sleep 60 & echo $! > {pid_file}; wait", tmp_path)
+    assert text == "\n(stopped after 0.3 s)"
+    assert await gone(int(pid_file.read_text())), "its background child outlived the limit"
+
+
+async def test_an_aborted_shell_substitution_leaves_nothing_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    running = asyncio.create_task(
+        commands.run_shell(f"sleep 60 & echo $! > {pid_file}; wait", tmp_path)
+    )
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await gone(int(pid_file.read_text())), "its background child outlived the abort"

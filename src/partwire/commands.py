@@ -18,17 +18,14 @@ rules decide, or the user is asked (see ``server/routes/actions.py``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import re
 import shlex
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from partwire import skills
+from partwire import processes, skills
 from partwire.config import Settings, user_config_dir
 from partwire.errors import ConfigError
 from partwire.frontmatter import split
@@ -194,23 +191,19 @@ def shell_commands(text: str) -> list[str]:
 async def run_shell(command: str, cwd: Path) -> str:
     """What ``command`` prints (stdout and stderr), trailing newlines dropped; cut short
     past ``SHELL_OUTPUT_CHARS`` or ``SHELL_TIMEOUT_S``."""
-    process = await asyncio.create_subprocess_exec(
-        "/bin/bash",
-        "-c",
-        command,
+    process = await processes.start(
+        "/bin/bash", "-c", command,
+        group=True,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    )  # fmt: skip
     try:
-        out, _ = await asyncio.wait_for(process.communicate(), SHELL_TIMEOUT_S)
+        out, _ = await processes.finish(process, limit_s=SHELL_TIMEOUT_S, group=True)
         note = ""
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        out, _ = await process.communicate()
+        out, _ = await process.communicate()  # what it printed before it was stopped
         note = f"\n(stopped after {SHELL_TIMEOUT_S} s)"
     text = out.decode(errors="replace").rstrip("\n")
     if len(text) > SHELL_OUTPUT_CHARS:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from partwire import ids
+from partwire import ids, processes
 from partwire.bus import Bus
 from partwire.errors import BadRequestError
 from partwire.schema.base import OsText, WireModel
@@ -178,14 +178,18 @@ class Terminals:
         master, slave = os.openpty()
         try:
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *DEFAULT_SIZE, 0, 0))
-            process = await asyncio.create_subprocess_exec(
+            process = await processes.start(
                 sys.executable, "-c", _TAKE_TERMINAL, executable, *args,
+                group=True,
                 stdin=slave, stdout=slave, stderr=slave,
-                cwd=cwd, env=env, start_new_session=True,
+                cwd=cwd, env=env,
             )  # fmt: skip
         except (OSError, ValueError) as exc:
             os.close(master)
             raise BadRequestError(f"could not start {command}: {exc}", field="command") from None
+        except asyncio.CancelledError:  # the request went away: what started is stopped
+            os.close(master)
+            raise
         finally:
             os.close(slave)
         os.set_blocking(master, False)

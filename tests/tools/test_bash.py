@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from partwire.errors import ToolArgumentsError
 from partwire.tools import bash
 from partwire.tools.base import ToolContext
+from tests.test_processes import alive, gone
 from tests.tools.conftest import Asks
 
 
@@ -59,18 +59,7 @@ async def test_output_streams_into_metadata(ctx: ToolContext) -> None:
     assert all(u["description"] == "ticks" for u in updates)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
-
-
-async def _abort_a_spawner(ctx: ToolContext, project: Path) -> int:
-    """Run a command that leaves a child in the background, abort it once the child runs,
-    and wait up to a second for the child to go: its pid."""
+async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, project: Path) -> None:
     command = "sleep 60 & echo $! > child.pid; wait"
     task = asyncio.create_task(bash.TOOL.run({"command": command, "description": "spawn"}, ctx))
     pid_file = project / "child.pid"
@@ -79,37 +68,11 @@ async def _abort_a_spawner(ctx: ToolContext, project: Path) -> int:
             break
         await asyncio.sleep(0.02)
     child = int(pid_file.read_text())
-    assert _alive(child)
+    assert alive(child)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(50):
-        if not _alive(child):
-            break
-        await asyncio.sleep(0.02)
-    return child
-
-
-async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, project: Path) -> None:
-    child = await _abort_a_spawner(ctx, project)
-    assert not _alive(child), "the background child survived the abort"
-
-
-async def test_an_abort_while_the_command_starts_still_kills_what_it_started(
-    ctx: ToolContext, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On a busy machine the command runs (and starts its children) before asyncio has
-    set up its pipes; an abort in that window must not leave them running."""
-    real = asyncio.create_subprocess_exec
-
-    async def slow_start(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
-        process = await real(*args, **kwargs)
-        await asyncio.sleep(0.5)  # still starting, as far as the tool can tell
-        return process
-
-    monkeypatch.setattr(bash.asyncio, "create_subprocess_exec", slow_start)
-    child = await _abort_a_spawner(ctx, project)
-    assert not _alive(child), "the child of a command aborted while starting survived"
+    assert await gone(child), "the background child survived the abort"
 
 
 async def test_workdir_runs_elsewhere_and_asks_when_outside(

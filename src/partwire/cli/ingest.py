@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from partwire import processes
 from partwire.cli.run import connected
 from partwire.client.http import PartwireClient
 from partwire.config import Settings
@@ -166,8 +167,7 @@ async def run_ingest(
                 )
             finally:
                 if process.returncode is None:  # stopped early: its output is not read
-                    process.kill()
-                    await process.wait()
+                    await processes.stop(process)
     if failure is not None:
         err.print(f"[red]error:[/red] {failure} (what came before it is stored)")
         return 1
@@ -177,6 +177,6 @@ async def run_ingest(
 
 async def _start(command: list[str]) -> asyncio.subprocess.Process:
     try:
-        return await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+        return await processes.start(*command, stdout=asyncio.subprocess.PIPE)
     except OSError as exc:
         raise BadRequestError(f"cannot run {command[0]}: {exc.strerror or exc}") from None

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from partwire import processes
+
 log = logging.getLogger(__name__)
 
 
@@ -36,13 +38,13 @@ class Snapshots:
         return self.data_dir / "snapshot" / key
 
     async def _git(self, *args: str, check: bool = True) -> str:
-        process = await asyncio.create_subprocess_exec(
+        process = await processes.start(
             "git", f"--git-dir={self.git_dir}", f"--work-tree={self.project_dir}", *args,
             cwd=self.project_dir,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        out, err = await process.communicate()
+        out, err = await processes.finish(process)
         if check and process.returncode != 0:
             raise SnapshotError(f"git {args[0]} failed: {err.decode(errors='replace').strip()}")
         return out.decode(errors="replace")
@@ -55,7 +57,7 @@ class Snapshots:
 
     async def _detect(self) -> bool:
         try:
-            process = await asyncio.create_subprocess_exec(
+            process = await processes.start(
                 "git", "rev-parse", "--is-inside-work-tree",
                 cwd=self.project_dir,
                 stdout=asyncio.subprocess.PIPE,
@@ -63,7 +65,7 @@ class Snapshots:
             )  # fmt: skip
         except FileNotFoundError:
             return False
-        out, _ = await process.communicate()
+        out, _ = await processes.finish(process)
         return process.returncode == 0 and out.strip() == b"true"
 
     async def _init(self) -> None:

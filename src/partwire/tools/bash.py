@@ -7,15 +7,12 @@ and every child it started.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import time
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from partwire import processes
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import resolve_path
@@ -25,7 +22,6 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 METADATA_EVERY_S = 0.1
 METADATA_TAIL = 30_000
-KILL_GRACE_S = 0.2
 
 
 class BashParams(BaseModel):
@@ -40,41 +36,6 @@ class BashParams(BaseModel):
         default=None, description="Directory to run in (default: the project directory)"
     )
     description: str = Field(description="What the command does, in 5-10 words")
-
-
-def _kill_group(process: asyncio.subprocess.Process, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is left."""
-    _kill_group(process, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), KILL_GRACE_S)
-    _kill_group(process, signal.SIGKILL)
-    await process.wait()
-
-
-async def _start(command: str, cwd: Path) -> asyncio.subprocess.Process:
-    """The command running in a new process group. An abort that comes while the process
-    starts (it may already run, and have started children, before asyncio has set up its
-    pipes) stops the group before the abort goes on: nothing is left running."""
-    spawn = asyncio.create_subprocess_exec(
-        "/bin/bash", "-c", command,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    starting = asyncio.ensure_future(spawn)
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):  # it failed to start: nothing to stop
-            await _stop(await starting)
-        raise
 
 
 async def _pump(
@@ -100,7 +61,14 @@ async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
     )
     if not cwd.is_dir():
         raise ToolError(f"workdir {args.workdir} is not a directory.")
-    process = await _start(args.command, cwd)
+    process = await processes.start(
+        "/bin/bash", "-c", args.command,
+        group=True,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
     chunks: list[str] = []
     timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
     timed_out = False
@@ -110,7 +78,7 @@ async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
         timed_out = True
     finally:
         if process.returncode is None:
-            await _stop(process)
+            await processes.stop(process, group=True)
     output = "".join(chunks)
     notes = []
     if timed_out:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from partwire import processes
 from partwire.errors import ToolError
 from partwire.tools.base import Tool, ToolContext, ToolResult
 from partwire.tools.paths import relative, resolve_path
@@ -32,16 +33,14 @@ async def _ripgrep(rg: str, pattern: str, root: Path, include: str | None) -> li
     command = [rg, "--line-number", "--with-filename", "--no-heading", "--color", "never"]
     if include:
         command += ["--glob", include]
-    process = await asyncio.create_subprocess_exec(
+    process = await processes.start(
         *command, "--regexp", pattern, str(root),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:  # ripgrep's engine is linear-time, but a huge tree still gets a time limit
-        out, err = await asyncio.wait_for(process.communicate(), RIPGREP_SECONDS)
+        out, err = await processes.finish(process, limit_s=RIPGREP_SECONDS)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise ToolError(f"grep took longer than {RIPGREP_SECONDS:g} s; narrow the path") from None
     if process.returncode not in (0, 1):
         raise ToolError(f"grep failed: {err.decode(errors='replace').strip()}")

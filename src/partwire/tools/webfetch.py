@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from partwire import processes
 from partwire.errors import ToolError
 from partwire.tools import html_convert
 from partwire.tools.base import Tool, ToolContext, ToolResult
@@ -39,18 +40,13 @@ async def _convert_aside(body: str, content_type: str, fmt: str) -> str:
     one (pure-Python parsing in a thread would still hold the interpreter)."""
     if len(body) <= IN_PROCESS_LIMIT or "html" not in content_type or fmt == "html":
         return await asyncio.to_thread(_convert, body, content_type, fmt)
-    child = await asyncio.create_subprocess_exec(
+    child = await processes.start(
         sys.executable, html_convert.__file__, fmt,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    try:
-        out, err = await child.communicate(body.encode("utf-8"))
-    except asyncio.CancelledError:  # the tool call was aborted: no orphan left working
-        child.kill()
-        await child.wait()
-        raise
+    out, err = await processes.finish(child, body.encode("utf-8"))
     if child.returncode != 0:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         raise ToolError(f"Could not convert the page: {last[0]}")

@@ -278,7 +278,7 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
 ) -> None:
     out = await run_bench(
         "scale.py", "--capacity", "--instances", "1", "--fanout", "notify", "--tokens", "10",
-        "--rate", "200", "--limit-ms", "1000", "--max-sessions", "5", "--repeat", "2",
+        "--rate", "200", "--limit-ms", LENIENT_MS, "--max-sessions", "5", "--repeat", "2",
         limit_s=240,
     )  # fmt: skip
     lines = out.splitlines()
@@ -289,9 +289,10 @@ async def test_scale_bench_finds_the_largest_number_of_sessions_each_carries(
         for run in "12"
         for sessions, deltas in (("1", "10"), ("5", "50"))
     ]
-    assert all(0 < float(row[5]) <= 1000 for row in steps)  # a second's bound holds
+    assert all(0 < float(row[5]) <= float(LENIENT_MS) for row in steps)  # the bound holds
     assert lines[-2:] == [
-        f"notify run {run}: largest K with p99 <= 1000 ms: 1 servers 5 (1.00x)" for run in "12"
+        f"notify run {run}: largest K with p99 <= {LENIENT_MS} ms: 1 servers 5 (1.00x)"
+        for run in "12"
     ]
 
 

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "partwire"
 # lower number = lower layer; a module may import its own layer or lower ones.
 LAYERS = {
     "version": 0, "clock": 0, "ids": 0, "errors": 0, "words": 0, "private": 0,
-    "frontmatter": 0,
+    "frontmatter": 0, "processes": 0,
     "logs": 0, "keys": 0, "config_providers": 0, "config": 0,
     "schema": 1, "builder": 1, "builder_inputs": 1, "access": 1,
     "bus": 2, "storage": 2, "providers": 2, "tools": 2, "permission": 2, "question": 2,

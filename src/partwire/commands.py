@@ -191,14 +191,7 @@ def shell_commands(text: str) -> list[str]:
 async def run_shell(command: str, cwd: Path) -> str:
     """What ``command`` prints (stdout and stderr), trailing newlines dropped; cut short
     past ``SHELL_OUTPUT_CHARS`` or ``SHELL_TIMEOUT_S``."""
-    process = await processes.start(
-        "/bin/bash", "-c", command,
-        group=True,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+    process = await processes.start_shell(command, cwd)
     try:
         out, _ = await processes.finish(process, limit_s=SHELL_TIMEOUT_S, group=True)
         note = ""

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 KILL_GRACE_S = 0.2
@@ -27,6 +28,19 @@ async def start(*argv: str, group: bool = False, **options: Any) -> asyncio.subp
         with contextlib.suppress(Exception):  # it failed to start: nothing to stop
             await stop(await starting, group=group)
         raise
+
+
+async def start_shell(command: str, cwd: Path) -> asyncio.subprocess.Process:
+    """``command`` run by bash in ``cwd``, in a group of its own (stop it with
+    ``group=True``): no input, its output and errors on one pipe, ``stdout``."""
+    return await start(
+        "/bin/bash", "-c", command,
+        group=True,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
 
 
 def _signal(process: asyncio.subprocess.Process, sig: int, group: bool) -> None:

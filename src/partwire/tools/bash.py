@@ -61,14 +61,7 @@ async def execute(args: BashParams, ctx: ToolContext) -> ToolResult:
     )
     if not cwd.is_dir():
         raise ToolError(f"workdir {args.workdir} is not a directory.")
-    process = await processes.start(
-        "/bin/bash", "-c", args.command,
-        group=True,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+    process = await processes.start_shell(args.command, cwd)
     chunks: list[str] = []
     timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
     timed_out = False

@@ -17,7 +17,8 @@ from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
-# a bound far above any p99: the tests that drive capacity.py check its table, not latency
+# a bound far above any p99: the tests that drive capacity.py and scale.py check their
+# tables, not latency
 LENIENT_MS = "60000"
 _UNDER_230 = [1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 125, 150, 200]
 

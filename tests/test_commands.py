@@ -13,7 +13,7 @@ import pytest
 from partwire import commands
 from partwire.commands import Command, discover
 from tests.reference import response_schema, validate_schema
-from tests.test_processes import gone
+from tests.test_processes import gone, written_pid
 
 
 def write_command(root: Path, folder: str, name: str, text: str) -> None:
@@ -220,11 +220,8 @@ async def test_an_aborted_shell_substitution_leaves_nothing_running(tmp_path: Pa
     running = asyncio.create_task(
         commands.run_shell(f"sleep 60 & echo $! > {pid_file}; wait", tmp_path)
     )
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.02)
+    child = await written_pid(pid_file)
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert await gone(int(pid_file.read_text())), "its background child outlived the abort"
+    assert await gone(child), "its background child outlived the abort"

@@ -34,6 +34,15 @@ async def gone(pid: int, within_s: float = 1.0) -> bool:
     return not alive(pid)
 
 
+async def written_pid(path: Path) -> int:
+    """The pid a command writes to ``path``, once written (waiting up to 2 s)."""
+    for _ in range(100):
+        if path.exists() and path.read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    return int(path.read_text())
+
+
 async def _spawner() -> tuple[asyncio.subprocess.Process, int]:
     process = await processes.start(
         "/bin/bash", "-c", SPAWNER, group=True, stdout=asyncio.subprocess.PIPE
@@ -91,11 +100,7 @@ async def test_an_abort_while_it_starts_stops_what_it_started(
     starting = asyncio.create_task(
         processes.start("/bin/bash", "-c", f"sleep 60 & echo $! > {pid_file}; wait", group=True)
     )
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.02)
-    child = int(pid_file.read_text())
+    child = await written_pid(pid_file)
     starting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await starting

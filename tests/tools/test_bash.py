@@ -11,7 +11,7 @@ import pytest
 from partwire.errors import ToolArgumentsError
 from partwire.tools import bash
 from partwire.tools.base import ToolContext
-from tests.test_processes import alive, gone
+from tests.test_processes import alive, gone, written_pid
 from tests.tools.conftest import Asks
 
 
@@ -63,11 +63,7 @@ async def test_cancel_kills_the_command_and_its_children(ctx: ToolContext, proje
     command = "sleep 60 & echo $! > child.pid; wait"
     task = asyncio.create_task(bash.TOOL.run({"command": command, "description": "spawn"}, ctx))
     pid_file = project / "child.pid"
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.02)
-    child = int(pid_file.read_text())
+    child = await written_pid(pid_file)
     assert alive(child)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -96,8 +96,8 @@ lint: $(STAMP) ## ruff format --check and ruff check
 typecheck: $(STAMP) ## mypy --strict on the package
 	$(BIN)/mypy src/partwire
 
-pytest: $(STAMP) ## Run the test suite (two workers, each taking whole test files)
-	$(BIN)/pytest -n 2 --dist loadfile
+pytest: $(STAMP) ## Run the test suite
+	$(BIN)/pytest
 
 # The crash and resume suite at length (make test runs it short: 2 iterations per scenario).
 RELIABILITY_ITERATIONS ?= 13

@@ -97,16 +97,20 @@ async def test_the_store_writer_runs_on_the_loops_cpu(tmp_path: Path) -> None:
             session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text", delta="x"
         )
         writer = store._writer
-        # until a batch was committed on the writer's thread: the loop commits a delta
-        # itself when none was committed in the last COMMIT_SPACING_S (_may_commit_here),
-        # so a second delta follows the first at once
-        for _ in range(200):
+        # the loop commits a delta itself when it can take the connection's lock at once
+        # (_commit_here); held here, the delta goes to the writer's thread, which commits
+        # it once the lock is let go
+        with writer._lock:
             await append(store, delta)
-            await asyncio.sleep(0)
-            await append(store, delta)
-            await asyncio.sleep(0.01)
+            for _ in range(500):
+                if writer._in_thread:
+                    break
+                await asyncio.sleep(0.001)
+            assert writer._in_thread
+        for _ in range(500):
             if writer.batches > writer.commits_here:
                 break
+            await asyncio.sleep(0.01)
         assert writer.batches > writer.commits_here
         thread = writer._thread
         assert thread is not None and thread.native_id is not None

@@ -96,8 +96,11 @@ lint: $(STAMP) ## ruff format --check and ruff check
 typecheck: $(STAMP) ## mypy --strict on the package
 	$(BIN)/mypy src/partwire
 
-pytest: $(STAMP) ## Run the test suite
-	$(BIN)/pytest
+# a test file to each worker: the files' module-scoped servers and benches stay whole
+PYTEST_WORKERS ?= 2
+
+pytest: $(STAMP) ## Run the test suite (PYTEST_WORKERS=0 runs it in one process)
+	$(BIN)/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 # The crash and resume suite at length (make test runs it short: 2 iterations per scenario).
 RELIABILITY_ITERATIONS ?= 13

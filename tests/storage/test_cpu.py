@@ -88,6 +88,15 @@ def test_stopping_gives_the_thread_back_its_own_mask() -> None:
     assert not follower.active
 
 
+async def _until(check: Callable[[], bool], within_s: float = 5.0) -> bool:
+    """Whether ``check`` holds within about ``within_s``, looking every millisecond."""
+    for _ in range(int(within_s * 1000)):
+        if check():
+            return True
+        await asyncio.sleep(0.001)
+    return check()
+
+
 async def test_the_store_writer_runs_on_the_loops_cpu(tmp_path: Path) -> None:
     everything = os.sched_getaffinity(0)
     store = SqliteStore(tmp_path / "db.sqlite", Bus())
@@ -102,16 +111,8 @@ async def test_the_store_writer_runs_on_the_loops_cpu(tmp_path: Path) -> None:
         # it once the lock is let go
         with writer._lock:
             await append(store, delta)
-            for _ in range(500):
-                if writer._in_thread:
-                    break
-                await asyncio.sleep(0.001)
-            assert writer._in_thread
-        for _ in range(500):
-            if writer.batches > writer.commits_here:
-                break
-            await asyncio.sleep(0.01)
-        assert writer.batches > writer.commits_here
+            assert await _until(lambda: writer._in_thread > 0)
+        assert await _until(lambda: writer.batches > writer.commits_here)
         thread = writer._thread
         assert thread is not None and thread.native_id is not None
         assert os.sched_getaffinity(thread.native_id) == {writer.cpu.target}

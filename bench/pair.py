@@ -2,6 +2,7 @@
 
     python bench/pair.py A_SRC B_SRC [--sessions 100] [--rounds 3] [--watch session|event]
                                      [--tokens 500] [--rate 100] [--stagger-ms 5] [--starts]
+                                     [--via loop|ingest]
 
 On a shared machine a step's CPU moves by up to a fifth between runs of the same build
 (bench/capacity.py), so a change worth a few percent cannot be seen by running one build
@@ -18,6 +19,10 @@ The table shows, per round, each build's CPU per delta (µs) and p99 latency, an
 over A's; the last line the median ratio. Rounds alternate which build's server starts
 first. Run it with the same folder twice (A/A) to see how far apart the method's own
 readings fall on the machine at hand.
+
+``--via ingest`` streams each session's message into POST /session/{id}/ingest from this
+client at the same pace instead (external loops, as bench/capacity.py's ``--via ingest``:
+no model process answers), and times each delta from this client writing its line.
 
 ``--starts`` weighs what the window above leaves out, an answer's start and end: every
 answer is one token (a prompt stored, a run started and ended, a title asked for), and
@@ -42,6 +47,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _ingest_feeder import IngestFeeder  # noqa: E402
 from _processes import (  # noqa: E402
     cpu_s,
     model_sent,
@@ -72,9 +78,9 @@ class Reading:
     p99_ms: dict[str, float]
 
 
-async def _prepare(name: str, url: str, pid: int, sessions: int) -> Build:
+async def _prepare(name: str, url: str, pid: int, sessions: int, warm: Starter) -> Build:
     async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-        return Build(name, url, pid, await warmed_sessions(http, url, sessions))
+        return Build(name, url, pid, await warmed_sessions(http, url, sessions, warm))
 
 
 async def _window_cpu(builds: list[Build], open_s: float, length_s: float) -> dict[str, float]:
@@ -87,22 +93,23 @@ async def _window_cpu(builds: list[Build], open_s: float, length_s: float) -> di
 
 
 async def _stream_all(
-    builds: list[Build], watch: str, stagger_s: float
+    builds: list[Build], watch: str, stagger_s: float, starters: dict[str, Starter]
 ) -> dict[str, dict[str, int]]:
-    """Prompt every session, A's and B's in turn; note when each delta reached us, by build."""
+    """Start every session, A's and B's in turn (each build's with ``starters[name]``);
+    note when each delta reached us, by build."""
     received: dict[str, dict[str, int]] = {b.name: {} for b in builds}
 
-    def start_at(offset_s: float) -> Starter:
+    def start_at(offset_s: float, starter: Starter) -> Starter:
         async def start(prompts: list[tuple[str, str]], _: float) -> None:
             await asyncio.sleep(offset_s)  # this build's turns fall between the other's
-            await prompt_all(prompts, stagger_s * len(builds))
+            await starter(prompts, stagger_s * len(builds))
 
         return start
 
     runs = []
     for n, build in enumerate(builds):
         prompts = [(build.url, sid) for sid in build.sessions]
-        start = start_at(n * stagger_s)
+        start = start_at(n * stagger_s, starters[build.name])
         if watch == "session":
             runs.append(watch_sessions(prompts, received[build.name], 0.0, start))
         else:
@@ -117,30 +124,37 @@ async def one_round(sources: dict[str, Path], args: argparse.Namespace) -> Readi
     prompts = args.sessions * len(sources)
     open_s = stagger_s * prompts + SETTLE_S
     length_s = args.tokens / args.rate - open_s - SETTLE_S
+    ingest = args.via == "ingest"
+    feeders = {name: IngestFeeder(args.tokens, args.rate) for name in sources}
+    starters: dict[str, Starter] = {n: feeders[n] if ingest else prompt_all for n in sources}
     async with paced_model_process(args.tokens, args.rate) as mock, AsyncExitStack() as stack:
         builds = []
         for name, src in sources.items():
             url, pid = await stack.enter_async_context(serving(mock.port, src=src))
-            builds.append(await _prepare(name, url, pid, args.sessions))
+            warm = IngestFeeder(args.tokens, args.rate) if ingest else prompt_all
+            builds.append(await _prepare(name, url, pid, args.sessions, warm))
         builds.sort(key=lambda b: b.name)
         async with httpx.AsyncClient(timeout=30) as http:
             await model_sent(http, mock.port)  # the warm-up's words: not this round's
             if args.starts:
                 before = {b.name: cpu_s(b.pid) for b in builds}
-                received = await _stream_all(builds, args.watch, stagger_s)
+                received = await _stream_all(builds, args.watch, stagger_s, starters)
                 await asyncio.sleep(SETTLE_S)  # the answers' ends, the titles
                 cpus = {b.name: cpu_s(b.pid) - before[b.name] for b in builds}
             else:
                 window = asyncio.ensure_future(_window_cpu(builds, open_s, length_s))
-                received = await _stream_all(builds, args.watch, stagger_s)
+                received = await _stream_all(builds, args.watch, stagger_s, starters)
                 cpus = await window
-            emits = await model_sent(http, mock.port)
+            model_emits = await model_sent(http, mock.port)
+    # when each delta was written: by the model, or (ingest) by each build's feeder
+    emits = {n: feeders[n].sent if ingest else model_emits for n in sources}
     for got in received.values():  # every delta of every session, on each build
         _check_all_read(got, args.sessions, args.tokens)
     # deltas a second on each server while all stream; --starts: answers in the round
     rate = args.sessions if args.starts else args.sessions * args.rate
     p99 = {
-        name: _p99([(at - emits[d]) / 1e6 for d, at in got.items() if d in emits]) or 0.0
+        name: _p99([(at - emits[name][d]) / 1e6 for d, at in got.items() if d in emits[name]])
+        or 0.0
         for name, got in received.items()
     }
     return Reading({n: c * 1e6 / rate for n, c in cpus.items()}, p99)
@@ -171,13 +185,20 @@ async def main() -> None:
     parser.add_argument(
         "--starts", action="store_true", help="one-token answers: CPU per answer, whole round"
     )
+    parser.add_argument(
+        "--via",
+        choices=["loop", "ingest"],
+        default="loop",
+        help="partwire's loop answers from the mock model, or external loops stream in",
+    )
     args = parser.parse_args()
     if args.starts:
         args.tokens = 1
     args.a, args.b = args.a.resolve(), args.b.resolve()
     _check(args)
     print(f"partwire pair — {os.cpu_count()} cores, {args.sessions} sessions on each server, "
-          f"{args.rate:g} tokens/s, watch {args.watch}; A {args.a}, B {args.b}")  # fmt: skip
+          f"{args.rate:g} tokens/s, watch {args.watch}, via {args.via}; "
+          f"A {args.a}, B {args.b}")  # fmt: skip
     rows, ratios = [], []
     for n in range(args.rounds):
         order = {"A": args.a, "B": args.b} if n % 2 == 0 else {"B": args.b, "A": args.a}

@@ -464,6 +464,20 @@ async def test_pair_bench_weighs_an_answers_start_and_end_with_starts() -> None:
     assert lines[4].startswith("median B/A: ") and "CPU per answer" in lines[4]
 
 
+async def test_pair_bench_streams_through_ingest_with_via_ingest() -> None:
+    src = str(ROOT / "src")
+    out = await run_bench(
+        "pair.py", src, src, "--sessions", "3", "--tokens", "500", "--rate", "200",
+        "--rounds", "1", "--watch", "event", "--via", "ingest", limit_s=180,
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert "watch event, via ingest" in lines[0]
+    a_us, b_us, ratio, a_p99, b_p99 = map(float, lines[3].split()[1:])
+    assert a_us > 0 and b_us > 0 and ratio == pytest.approx(b_us / a_us, abs=0.002)
+    assert a_p99 > 0 and b_p99 > 0  # each delta timed from its own feeder's line
+    assert lines[4].startswith("median B/A: ")
+
+
 async def test_pair_bench_refuses_a_load_too_short_to_measure() -> None:
     src = str(ROOT / "src")
     code, out, err = await ran("pair.py", src, src, "--tokens", "50")

@@ -19,6 +19,7 @@ from partwire.client.reducer import ClientState, reduce
 from partwire.config import Settings
 from partwire.schema.event import Event
 from partwire.schema.frames import content_of
+from partwire.server.app import create_app
 from partwire.server.runner import serve_in_background
 
 
@@ -235,6 +236,56 @@ async def test_abort_stops_an_ingest_stream(server: str) -> None:
         answer = await upload
     assert answer.info.error is not None and answer.info.error.name == "MessageAbortedError"
     assert [p.text for p in answer.parts] == ["working"]  # type: ignore[union-attr]
+
+
+async def test_a_cancelled_ingest_request_ends_its_message_as_aborted(settings: Settings) -> None:
+    """The message is recorded in a task of its own: cancelling the request (the server
+    going down, say) cancels that task too, and the message ends as aborted."""
+    app = create_app(settings)
+    held = asyncio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        yield _ndjson({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "half"})
+        await held.wait()  # never set: the request is cancelled while it waits
+        yield b""
+
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
+    ):
+        session_id = (await http.post("/session", json={})).json()["id"]
+
+        async def messages() -> list[dict[str, Any]]:
+            listed: list[dict[str, Any]] = (await http.get(f"/session/{session_id}/message")).json()
+            return listed
+
+        upload = asyncio.create_task(
+            http.post(
+                f"/session/{session_id}/ingest",
+                content=body(),
+                headers={"content-type": "application/x-ndjson"},
+            )
+        )
+
+        async def text_stored() -> bool:
+            listed = await messages()
+            return len(listed) == 2 and bool(listed[1]["parts"])
+
+        await _eventually(text_stored)
+        upload.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await upload
+
+        async def ended() -> bool:
+            return (await messages())[1]["info"].get("error") is not None
+
+        await _eventually(ended)
+        answer = (await messages())[1]
+        status = (await http.get("/session/status")).json()
+    assert answer["info"]["error"]["name"] == "MessageAbortedError"
+    assert [part["text"] for part in answer["parts"]] == ["half"]
+    assert session_id not in status
 
 
 async def test_a_message_past_the_ingest_limit_is_a_413_and_keeps_what_came_before(

@@ -8,6 +8,7 @@ error and is a 400 naming the line, while everything before that line stays stor
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from partwire.server.routes.session import wire
 if TYPE_CHECKING:  # loaded with the first ingest, not at start-up
     from partwire.builder import StreamKind
     from partwire.schema.ingest import IngestEvent
+    from partwire.session.recorder import Recorder
     from partwire.session.recording import Recording
 
     # a line's number and what it says: a plain delta, an event, or what is wrong with it
@@ -75,8 +77,6 @@ class TooLarge(BadLine):
 )
 async def ingest(request: Request, sessionID: str) -> Response:
     """Record a message from an NDJSON stream of ingest events, live."""
-    from partwire.schema.ingest import IngestStart
-
     _, project = await session_project(request, sessionID)
     project.loop.ensure_idle_now(sessionID)
     limit = runtime_of(request).settings.ingest_max_bytes
@@ -92,11 +92,30 @@ async def ingest(request: Request, sessionID: str) -> Response:
             error_body("BadRequest", "ingest: the body holds no event; nothing was stored"),
             status_code=400,
         )
+    # Every chunk of the body wakes whatever awaits the next: in a task of its own that is a
+    # few frames deep, where the request's task is some thirty (each middleware, the
+    # router). Cancelling the request cancels it (and so ends the message as aborted).
+    message_id, failure = await asyncio.create_task(
+        _record(project.recorder, sessionID, head, batches)
+    )
+    if failure is not None:
+        return _bad_line(failure)
+    stored = await runtime_of(request).store.get_message(sessionID, message_id)
+    return wire(stored)
+
+
+async def _record(
+    recorder: Recorder, session_id: str, head: list[Item], batches: AsyncIterator[list[Item]]
+) -> tuple[str, BadLine | None]:
+    """Record the message the body holds, ``head`` (its first items) on: its id, and the
+    bad line that ended it, if one did."""
+    from partwire.schema.ingest import IngestStart
+
     first = head[0][1]
     start = first if isinstance(first, IngestStart) else IngestStart()
     failure: BadLine | None = None
-    async with project.recorder.record(
-        sessionID,
+    async with recorder.record(
+        session_id,
         role=start.role,
         prompt=start.prompt,
         parent_id=start.parent_id,
@@ -113,10 +132,7 @@ async def ingest(request: Request, sessionID: str) -> Response:
             failure = bad
         except ClientDisconnect:
             await recording.fail(DROPPED, aborted=True)
-    if failure is not None:
-        return _bad_line(failure)
-    stored = await runtime_of(request).store.get_message(sessionID, recording.message_id)
-    return wire(stored)
+    return recording.message_id, failure
 
 
 async def _head(batches: AsyncIterator[list[Item]]) -> list[Item]:

@@ -26,7 +26,7 @@ from fastapi import FastAPI
 
 from partwire.builder import StreamingMessageBuilder, StreamKind
 from partwire.config import load_settings
-from partwire.server.app import create_app
+from partwire.server.app import build_route_tables, create_app
 from partwire.server.runner import PartwireServer, freeze_after_warm_up
 
 EMITS: dict[str, int] = {}
@@ -160,6 +160,7 @@ def main() -> None:
     app = build(
         args.data, args.project, args.delay_ms, args.database_url, args.redis_url, args.time_grows
     )
+    build_route_tables(app)  # as `partwire serve` does, before it serves
     try:
         import uvloop
     except ImportError:

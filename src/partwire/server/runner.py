@@ -193,10 +193,13 @@ def serve(
 
 
 def _build_app(settings: Settings) -> FastAPI:
-    """On a worker thread: the imports are most of the start's time."""
-    from partwire.server.app import create_app
+    """On a worker thread: the imports are most of the start's time, then the route
+    tables (``build_route_tables``), which would otherwise be built on the loop."""
+    from partwire.server.app import build_route_tables, create_app
 
-    return create_app(settings)
+    app = create_app(settings)
+    build_route_tables(app)
+    return app
 
 
 async def _serve_deferred(

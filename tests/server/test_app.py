@@ -1,0 +1,58 @@
+"""The app as ``partwire serve`` builds it: its route tables before its first request."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import fastapi.routing
+import httpx
+import pytest
+
+from partwire.config import Settings
+from partwire.server.app import build_route_tables, create_app
+
+
+def _count_route_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many routes FastAPI has built into its routers' tables (one count a call)."""
+    built: list[int] = []
+    build = fastapi.routing._EffectiveRouteContext.from_api_route.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, *args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return build(cls, *args, **kwargs)
+
+    monkeypatch.setattr(
+        fastapi.routing._EffectiveRouteContext, "from_api_route", classmethod(counted)
+    )
+    return built
+
+
+async def _first_requests(app: fastapi.FastAPI) -> list[int]:
+    """The status of the app's first requests, to routes of routers early and late."""
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
+    ):
+        return [(await http.get(path)).status_code for path in ("/session", "/config", "/agent")]
+
+
+async def test_the_route_tables_are_built_before_the_first_request(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = _count_route_builds(monkeypatch)
+    app = create_app(settings)
+    await asyncio.to_thread(build_route_tables, app)  # as `partwire serve` does: off the loop
+    at_build = len(built)
+    assert await _first_requests(app) == [200, 200, 200]
+    assert at_build > 100 and len(built) == at_build  # the requests built nothing more
+
+
+async def test_without_them_the_first_requests_build_the_tables(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = _count_route_builds(monkeypatch)
+    app = create_app(settings)
+    assert await _first_requests(app) == [200, 200, 200]
+    assert len(built) > 100  # on the loop, in those requests

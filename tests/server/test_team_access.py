@@ -478,6 +478,41 @@ async def test_presence_names_who_watches_and_who_answered(model: ScriptedModel,
     everything.cancel()
 
 
+async def test_a_stream_opened_later_is_told_who_watches_now(duo: Duo) -> None:
+    """Presence is never logged: a GET /event opened after a watcher joined learns of it
+    in its opening, and only for the sessions its caller may read."""
+    alice_http, bob_http = duo.alice, duo.bob
+    shared = (await alice_http.post("/session", json={})).json()["id"]
+    private = (await alice_http.post("/session", json={})).json()["id"]
+    await alice_http.post(f"/session/{shared}/access", json={"user": "bob", "role": "read"})
+    cli = {"x-partwire-client": "cli"}
+    early: list[dict[str, Any]] = []
+    streams = [asyncio.create_task(_read_events(alice_http, "/event", early, cli))]
+    await _until(lambda: any(e["type"] == "server.connected" for e in early))
+    for http, sid in ((bob_http, shared), (alice_http, private)):
+        streams.append(asyncio.create_task(_read_events(http, f"/event?watch={sid}", [], cli)))
+
+    def watched(seen: list[dict[str, Any]]) -> dict[str, list[str]]:
+        told = [e["properties"] for e in seen if e["type"] == "session.presence"]
+        return {p["sessionID"]: sorted(w["user"] for w in p["watchers"]) for p in told}
+
+    now = {shared: ["bob"], private: ["alice"]}
+    await _until(lambda: watched(early) == now, note=lambda: early)
+    alice_late: list[dict[str, Any]] = []
+    bob_late: list[dict[str, Any]] = []
+    streams.append(asyncio.create_task(_read_events(alice_http, "/event", alice_late, cli)))
+    streams.append(asyncio.create_task(_read_events(bob_http, "/event", bob_late, cli)))
+    await _until(lambda: watched(alice_late) == now, note=lambda: alice_late)
+    await _until(lambda: watched(bob_late) == {shared: ["bob"]}, note=lambda: bob_late)
+    assert alice_late[0]["type"] == "server.connected"
+    # a later event bob may read: by then his opening is all in, without alice's session
+    await alice_http.patch(f"/session/{shared}", json={"title": "renamed"})
+    await _until(lambda: any(e["type"] == "session.updated" for e in bob_late))
+    assert watched(bob_late) == {shared: ["bob"]}
+    for stream in streams:
+        stream.cancel()
+
+
 @pytest.mark.parametrize("path", ["/session/{sid}/stream", "/api/session/{sid}/event"])
 async def test_a_one_session_stream_ends_when_access_is_taken(duo: Duo, path: str) -> None:
     sid = (await duo.alice.post("/session", json={})).json()["id"]

@@ -157,10 +157,15 @@ def _fell_behind(sent: str | None) -> Event:
 async def _opening(
     runtime: Runtime, last_id: str | None, frame: Framer, visibility: Visibility, opened: Opening
 ) -> AsyncIterator[str]:
-    """``server.connected``, then (with ``last_id``) the logged events after it."""
+    """``server.connected``, who watches which session now (``session.presence``, never
+    logged: a stream opened after a watcher joined would otherwise not know of it until the
+    next change), then (with ``last_id``) the logged events after it."""
     await visibility.start()
     connected = ConnectedProps(instance_id=runtime.instance_id)
     yield frame(ServerConnected(connected).with_id(ids.event_id()))
+    for presence in await visibility.keep(runtime.presence.current()):
+        if text := frame(presence):  # v2's stream has no presence
+            yield text
     opened.sent = last_id
     if last_id:
         async for item in _replay(runtime, last_id, frame, visibility):

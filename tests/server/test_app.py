@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import fastapi.routing
-import httpx
 import pytest
 
 from partwire.config import Settings
 from partwire.server.app import build_route_tables, create_app
+from tests.server.conftest import in_process
 
 
 def _count_route_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -32,11 +32,7 @@ def _count_route_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 async def _first_requests(app: fastapi.FastAPI) -> list[int]:
     """The status of the app's first requests, to routes of routers early and late."""
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
-    ):
+    async with in_process(app) as http:
         return [(await http.get(path)).status_code for path in ("/session", "/config", "/agent")]
 
 

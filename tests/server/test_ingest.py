@@ -21,6 +21,7 @@ from partwire.schema.event import Event
 from partwire.schema.frames import content_of
 from partwire.server.app import create_app
 from partwire.server.runner import serve_in_background
+from tests.server.conftest import in_process
 
 
 async def _session(client: PartwireClient) -> str:
@@ -249,11 +250,7 @@ async def test_a_cancelled_ingest_request_ends_its_message_as_aborted(settings: 
         await held.wait()  # never set: the request is cancelled while it waits
         yield b""
 
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
-    ):
+    async with in_process(app) as http:
         session_id = (await http.post("/session", json={})).json()["id"]
 
         async def messages() -> list[dict[str, Any]]:

@@ -12,9 +12,10 @@ import pytest
 from partwire import ids
 from partwire.bus import Bus
 from partwire.schema.event import MessagePartDelta
-from partwire.storage import writer
+from partwire.storage import writer, writes
 from partwire.storage.base import EventLogGap
-from partwire.storage.migrations import MIGRATIONS
+from partwire.storage.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from partwire.storage.recovery import OPEN_LIFECYCLE_SQL, open_lifecycle
 from partwire.storage.sqlite import PAGE_SIZE, SqliteStore
 from tests.storage.streaming import append
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
@@ -127,3 +128,46 @@ async def test_the_wal_is_checkpointed_off_the_writer_thread(
         assert len(await store.events_after(None)) == 60
     finally:
         await store.close()
+
+
+def _version_7_database(path: Path) -> None:
+    """A database as version 7 left it: the lifecycle index on an IN list, an ask still
+    open and a session working, both logged."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(
+        "CREATE TABLE schema_version "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for version, name, apply in MIGRATIONS[:7]:
+        apply(conn)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (version, name))
+    rows = [
+        (1, "session.status", '{"sessionID":"ses_1","status":{"type":"busy"}}'),
+        (2, "message.part.delta", '{"sessionID":"ses_1","delta":"a"}'),
+        (3, "question.asked", '{"id":"que_1","sessionID":"ses_1","questions":[]}'),
+    ]
+    conn.executemany("INSERT INTO event_log (seq, type, payload) VALUES (?,?,?)", rows)
+    conn.close()
+
+
+def test_appending_to_the_log_builds_no_temporary_table_and_recovery_uses_its_index(
+    tmp_path: Path,
+) -> None:
+    """SQLite checks the lifecycle index's condition on every row appended; written as an
+    IN list it built a temporary B-tree of the six types each time (migration 8)."""
+    path = tmp_path / "partwire.db"
+    _version_7_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert migrate(conn) == LATEST_VERSION
+        for size, statement in writes._INSERT.items():
+            program = conn.execute(f"EXPLAIN {statement}", [1, "t", "{}"] * size).fetchall()
+            assert "OpenEphemeral" not in [row[1] for row in program], size
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {OPEN_LIFECYCLE_SQL}").fetchall()
+        assert "USING INDEX event_log_lifecycle" in " ".join(row[3] for row in plan)
+        asks, working = open_lifecycle(conn)  # rows logged before the migration still count
+        assert list(asks) == ["que_1"] and list(working) == ["ses_1"]
+    finally:
+        conn.close()

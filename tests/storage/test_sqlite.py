@@ -270,6 +270,7 @@ async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> No
         (5, "sessions shared by servers"),
         (6, "server commands"),
         (7, "users and access"),
+        (8, "lifecycle index without an IN list"),
     ]
     if not isinstance(store, PostgresStore):
         with sqlite3.connect(store.path) as conn:

@@ -321,7 +321,7 @@ class PostgresStore(SqliteStore):
 
         def query(conn: Conn) -> bool:
             kinds = conn.execute(
-                f"SELECT type FROM event_log WHERE type IN {LIFECYCLE} "
+                f"SELECT type FROM event_log WHERE {LIFECYCLE} "
                 "AND instr(payload, ?) > 0 ORDER BY seq",
                 (json.dumps(request_id),),
             ).fetchall()

@@ -139,6 +139,7 @@ class SessionRecovery(Write):
 
 
 Row = tuple[int, str, str]  # seq, type, payload
+OPEN_LIFECYCLE_SQL = f"SELECT seq, type, payload FROM event_log WHERE {LIFECYCLE} ORDER BY seq"
 
 
 def open_lifecycle(conn: Conn) -> tuple[dict[str, Row], dict[str, Row]]:
@@ -146,9 +147,7 @@ def open_lifecycle(conn: Conn) -> tuple[dict[str, Row], dict[str, Row]]:
     row) and each session's status that is not idle (session id → its status row)."""
     asks: dict[str, Row] = {}
     working: dict[str, Row] = {}
-    rows = conn.execute(
-        f"SELECT seq, type, payload FROM event_log WHERE type IN {LIFECYCLE} ORDER BY seq"
-    ).fetchall()
+    rows = conn.execute(OPEN_LIFECYCLE_SQL).fetchall()
     for seq, kind, payload in rows:
         props = json.loads(payload)
         if kind == "session.status":

@@ -402,6 +402,28 @@ async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
     assert "Traceback" not in err.decode()
 
 
+async def test_log_append_bench_prints_each_size_and_gap_against_another_build() -> None:
+    out = await run_bench(
+        "log_append.py", "--rows", "1,4", "--gap-ms", "0", "--commits", "5", "--rounds", "2",
+        "--against", str(ROOT / "src"),
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("medians of 2 rounds of 5 commits")
+    header = re.split(r"\s{2,}", lines[1].strip())
+    logs = ["bare table", "partwire log", "other build's log"]
+    assert header == ["rows", "gap ms", *logs, "partwire / bare table", f"partwire / {logs[2]}"]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
+    assert [row[:2] for row in rows] == [["1", "0"], ["4", "0"]]
+    assert all(float(us) > 0 for row in rows for us in row[2:5])
+    assert all(cell.endswith("x") and float(cell[:-1]) > 0 for row in rows for cell in row[5:])
+
+
+async def test_log_append_bench_refuses_a_folder_without_partwire(tmp_path: Path) -> None:
+    code, out, err = await ran("log_append.py", "--against", str(tmp_path))
+    assert code == 2 and out == b""
+    assert f"{tmp_path} is no src folder" in err.decode() and "Traceback" not in err.decode()
+
+
 async def test_replay_bench_prints_its_four_rows() -> None:
     out = await run_bench("replay.py", "--events", "2000", "--watch-s", "0.6")
     rows = [line for line in out.splitlines() if line.startswith("|") and line[2].isspace()]

@@ -45,6 +45,7 @@ from partwire.session.subtask import SubtaskRunner
 from partwire.session.toolhost import ToolHost
 from partwire.storage import lock
 from partwire.storage.base import Store
+from partwire.storage.migrations import LIFECYCLE_TYPES
 from partwire.storage.sqlite import SqliteStore
 from partwire.terminals import Terminals
 from partwire.tools.registry import load_builtin_tools
@@ -118,16 +119,6 @@ def _store(settings: Settings, bus: Bus) -> Store:
 
 # projects (directories) one server holds at once; idle ones beyond are dropped
 MAX_PROJECTS = 64
-
-# what GET /session/status, /permission and /question list, from every server's events
-_LISTED = (
-    "session.status",
-    "permission.asked",
-    "permission.replied",
-    "question.asked",
-    "question.replied",
-    "question.rejected",
-)
 
 
 @dataclass
@@ -368,7 +359,8 @@ class Runtime:
     async def _follow_every_server(self) -> None:
         """Prompts stored through any server reach the one that runs the session; asks and
         statuses of every server show in this one's lists."""
-        subscription = self.bus.subscribe("message.updated", *_LISTED)  # no deltas queued
+        # what GET /session/status, /permission and /question list, from every server's events
+        subscription = self.bus.subscribe("message.updated", *LIFECYCLE_TYPES)  # no deltas
         try:
             while (event := await subscription.get()) is not None:
                 if event.type == "message.updated":

@@ -21,19 +21,25 @@ from tests.storage.streaming import append
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
 
-def _version_3_database(path: Path) -> list[str]:
-    """A database as version 3 wrote it (4 KiB pages, random event ids): a part that was
-    streaming, its row complete up to its second delta. Returns the old event ids."""
+def _migrated_to(path: Path, version: int, page_size: int) -> sqlite3.Connection:
+    """A new database as partwire left it after migration ``version``."""
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA page_size=4096")
+    conn.execute(f"PRAGMA page_size={page_size}")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(
         "CREATE TABLE schema_version "
         "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
-    for version, name, apply in MIGRATIONS[:3]:
+    for number, name, apply in MIGRATIONS[:version]:
         apply(conn)
-        conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (version, name))
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (number, name))
+    return conn
+
+
+def _version_3_database(path: Path) -> list[str]:
+    """A database as version 3 wrote it (4 KiB pages, random event ids): a part that was
+    streaming, its row complete up to its second delta. Returns the old event ids."""
+    conn = _migrated_to(path, 3, page_size=4096)
     conn.execute("INSERT INTO session (id, data) VALUES ('ses_1', ?)", (_session().wire_json(),))
     conn.execute(
         "INSERT INTO message (id, session_id, data, seq) VALUES ('msg_2', 'ses_1', ?, 1)",
@@ -133,16 +139,7 @@ async def test_the_wal_is_checkpointed_off_the_writer_thread(
 def _version_7_database(path: Path) -> None:
     """A database as version 7 left it: the lifecycle index on an IN list, an ask still
     open and a session working, both logged."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(
-        "CREATE TABLE schema_version "
-        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    for version, name, apply in MIGRATIONS[:7]:
-        apply(conn)
-        conn.execute("INSERT INTO schema_version VALUES (?, ?, datetime('now'))", (version, name))
+    conn = _migrated_to(path, 7, page_size=PAGE_SIZE)
     rows = [
         (1, "session.status", '{"sessionID":"ses_1","status":{"type":"busy"}}'),
         (2, "message.part.delta", '{"sessionID":"ses_1","delta":"a"}'),

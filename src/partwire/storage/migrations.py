@@ -56,8 +56,8 @@ def _002_todo(conn: Conn) -> None:
     conn.execute("CREATE TABLE todo (session_id TEXT PRIMARY KEY, data TEXT NOT NULL)")
 
 
-# The event types recovery reads back (see storage/recovery.py).
-_LIFECYCLE_TYPES = (
+# The event types recovery reads back (see storage/recovery.py): statuses and asks.
+LIFECYCLE_TYPES = (
     "session.status",
     "permission.asked",
     "permission.replied",
@@ -66,10 +66,10 @@ _LIFECYCLE_TYPES = (
     "question.rejected",
 )
 # Migrations 3 and 4 made the partial index on this IN list.
-_LIFECYCLE_IN = "(" + ", ".join(f"'{kind}'" for kind in _LIFECYCLE_TYPES) + ")"
+_LIFECYCLE_IN = "(" + ", ".join(f"'{kind}'" for kind in LIFECYCLE_TYPES) + ")"
 # The partial index's condition since migration 8, and the term a query reading the
 # lifecycle rows must have, as written here, for SQLite to use that index.
-LIFECYCLE = "(" + " OR ".join(f"type = '{kind}'" for kind in _LIFECYCLE_TYPES) + ")"
+LIFECYCLE = "(" + " OR ".join(f"type = '{kind}'" for kind in LIFECYCLE_TYPES) + ")"
 
 
 def _003_sequence(conn: Conn) -> None:

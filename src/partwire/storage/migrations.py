@@ -65,8 +65,11 @@ LIFECYCLE_TYPES = (
     "question.replied",
     "question.rejected",
 )
-# Migrations 3 and 4 made the partial index on this IN list.
-_LIFECYCLE_IN = "(" + ", ".join(f"'{kind}'" for kind in LIFECYCLE_TYPES) + ")"
+# Migrations 3 and 4 made the partial index on this IN list; released, it stays as written.
+_LIFECYCLE_IN = (
+    "('session.status', 'permission.asked', 'permission.replied', "
+    "'question.asked', 'question.replied', 'question.rejected')"
+)
 # The partial index's condition since migration 8, and the term a query reading the
 # lifecycle rows must have, as written here, for SQLite to use that index.
 LIFECYCLE = "(" + " OR ".join(f"type = '{kind}'" for kind in LIFECYCLE_TYPES) + ")"

@@ -424,6 +424,37 @@ async def test_log_append_bench_refuses_a_folder_without_partwire(tmp_path: Path
     assert f"{tmp_path} is no src folder" in err.decode() and "Traceback" not in err.decode()
 
 
+async def test_client_write_bench_prints_each_client_count_and_merge() -> None:
+    out = await run_bench(
+        "client_write.py", "--clients", "2,3", "--merge", "2,1", "--ticks", "6",
+        "--tick-ms", "1", "--rounds", "2",
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].endswith("a tick every 1 ms; medians of 2 rounds of 6 ticks")
+    header = re.split(r"\s{2,}", lines[1].strip())
+    assert header == [
+        "clients", "deltas a write", "writer µs/delta", "reader µs/delta", "writer / 1 a write"
+    ]  # fmt: skip
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
+    assert [row[:2] for row in rows] == [["2", "1"], ["2", "2"], ["3", "1"], ["3", "2"]]
+    assert all(re.fullmatch(r"-?\d+\.\d", cell) for row in rows for cell in row[2:4])  # µs
+    assert [row[4] for row in rows if row[1] == "1"] == ["1.00", "1.00"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--merge", "0"], "--clients and --merge take whole numbers of at least 1"),
+        (["--clients", "many"], "not a list of non-negative numbers: 'many'"),
+        (["--merge", "4", "--ticks", "3"], "--ticks 3 is fewer than one write of 4 deltas"),
+    ],
+)
+async def test_client_write_bench_refuses_what_it_cannot_run(args: list[str], message: str) -> None:
+    code, out, err = await ran("client_write.py", *args)
+    assert code == 2 and out == b""
+    assert message in err.decode() and "Traceback" not in err.decode()
+
+
 async def test_replay_bench_prints_its_four_rows() -> None:
     out = await run_bench("replay.py", "--events", "2000", "--watch-s", "0.6")
     rows = [line for line in out.splitlines() if line.startswith("|") and line[2].isspace()]

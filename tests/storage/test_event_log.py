@@ -11,12 +11,14 @@ import pytest
 
 from partwire import ids
 from partwire.bus import Bus
-from partwire.schema.event import MessagePartDelta
+from partwire.schema.event import MessagePartDelta, SessionIdle, SessionRef
+from partwire.storage import sqlite as sqlite_store
 from partwire.storage import writer, writes
 from partwire.storage.base import EventLogGap
 from partwire.storage.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from partwire.storage.recovery import OPEN_LIFECYCLE_SQL, open_lifecycle
 from partwire.storage.sqlite import PAGE_SIZE, SqliteStore
+from tests.storage.conftest import MakeStore, independent_read
 from tests.storage.streaming import append
 from tests.storage.test_sqlite import _assistant, _delta, _session, _text
 
@@ -166,5 +168,89 @@ def test_appending_to_the_log_builds_no_temporary_table_and_recovery_uses_its_in
         assert "USING INDEX event_log_lifecycle" in " ".join(row[3] for row in plan)
         asks, working = open_lifecycle(conn)  # rows logged before the migration still count
         assert list(asks) == ["que_1"] and list(working) == ["ses_1"]
+    finally:
+        conn.close()
+
+
+async def _idle_events(store: SqliteStore, count: int) -> list[str]:
+    """``count`` events logged one commit each; their ids."""
+    subscription = store.bus.subscribe_all()
+    for n in range(count):
+        await store.publish([SessionIdle(SessionRef(sessionID=f"ses_{n}"))])
+    return [event.id for event in subscription.drain()]
+
+
+async def _holds_newest(store: SqliteStore, published: list[str], count: int) -> None:
+    """The log holds ``count`` rows: the newest of ``published`` (a resume from the oldest
+    of them goes on)."""
+    assert independent_read(store, "SELECT COUNT(*) FROM event_log") == (count,)
+    assert [e.id for e in await store.events_after(published[-count])] == published[1 - count :]
+
+
+async def test_a_prune_drops_at_most_its_bound_oldest_first(make_store: MakeStore) -> None:
+    """One prune of everything past the retention held a loaded server's commits for about
+    100 ms; each drops at most ``most`` rows now, and a few reach the retention."""
+    store = make_store()
+    await store.open()
+    try:
+        published = await _idle_events(store, 100)
+        for kept in (70, 40, 11, 11):  # 30 at a time, then down to the newest retain + 1
+            await store._submit(writes.EventPrune(retain=10, most=30))
+            await _holds_newest(store, published, kept)
+        with pytest.raises(EventLogGap):
+            await store.events_after(published[-12])
+    finally:
+        await store.close()
+
+
+async def test_a_prune_keeps_the_deltas_a_streaming_parts_row_needs(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    await store.open()
+    try:
+        before = await _idle_events(store, 10)
+        await store.put_session(_session(), [])
+        await store.put_message(_assistant(), [])
+        await store.put_part(_text(), [], streaming=True)
+        for word in ["a ", "b ", "c"]:
+            await append(store, _delta(word))
+        after = await _idle_events(store, 50)
+        await store._submit(writes.EventPrune(retain=5, most=1_000))
+        [entry] = await store.list_messages("ses_1")
+        assert entry.parts[0].text == "a b c"  # type: ignore[union-attr]
+        # what was logged before the row went; its three deltas and what followed stay
+        assert independent_read(store, "SELECT COUNT(*) FROM event_log") == (53,)
+        with pytest.raises(EventLogGap):
+            await store.events_after(before[-1])
+        assert [e.id for e in await store.events_after(after[0])] == after[1:]
+    finally:
+        await store.close()
+
+
+async def test_the_log_is_pruned_a_little_at_a_time_as_it_grows(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "PRUNE_EVERY_EVENTS", 20)
+    store = make_store(retain_events=10)
+    await store.open()
+    try:
+        published = await _idle_events(store, 95)
+        await store.publish([])  # a commit after the last prune asked for
+        await _holds_newest(store, published, 26)  # pruned after the 80th event, to 11
+    finally:
+        await store.close()
+
+
+def test_the_prunes_queries_read_indexes_not_tables(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "partwire.db", isolation_level=None)
+    try:
+        migrate(conn)
+        for sql, table, reads in [
+            (writes.LOG_BOUNDS_SQL, "event_log", "SEARCH event_log"),  # the seq B-tree's ends
+            (writes.STREAMING_FLOOR_SQL, "part", "INDEX part_streaming"),
+        ]:
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert reads in plan and f"SCAN {table}" not in plan, plan
     finally:
         conn.close()

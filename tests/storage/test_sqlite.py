@@ -271,6 +271,7 @@ async def test_migrations_run_once_and_are_recorded(make_store: MakeStore) -> No
         (6, "server commands"),
         (7, "users and access"),
         (8, "lifecycle index without an IN list"),
+        (9, "streaming parts index"),
     ]
     if not isinstance(store, PostgresStore):
         with sqlite3.connect(store.path) as conn:

@@ -187,6 +187,15 @@ def _008_lifecycle_index_without_an_in_list(conn: Conn) -> None:
     conn.execute(f"CREATE INDEX event_log_lifecycle ON event_log (type) WHERE {LIFECYCLE}")
 
 
+def _009_streaming_parts_index(conn: Conn) -> None:
+    """The parts still streaming (``delta_seq`` set), indexed: the log's prune keeps their
+    deltas and asks for the oldest of them each time it runs, which without the index
+    reads every part there is."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS part_streaming ON part (delta_seq) WHERE delta_seq IS NOT NULL"
+    )
+
+
 def _properties(payload: str, old: str, kind: str) -> str:
     """What the log now keeps of a logged event's wire JSON."""
     head = f'{{"id":"{old}","type":"{kind}","properties":'
@@ -204,6 +213,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "server commands", _006_server_commands),
     (7, "users and access", _007_users_and_access),
     (8, "lifecycle index without an IN list", _008_lifecycle_index_without_an_in_list),
+    (9, "streaming parts index", _009_streaming_parts_index),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -232,7 +232,7 @@ class PostgresStore(SqliteStore):
             self._settle(batch)
         else:
             self._waiting.append((newest, batch))
-        self._count_delivery()
+        self._count_logged(len(events))
 
     def _publish(self, rows: list[tuple[int, str, str]]) -> None:
         """On the loop: the log's next rows, in order; ours as committed, others' parsed,

@@ -47,6 +47,7 @@ from partwire.storage.reading import load_messages
 from partwire.storage.recovery import SessionRecovery, recover
 from partwire.storage.writer import Writer
 from partwire.storage.writes import (
+    LOG_BOUNDS_SQL,
     DeltaAppend,
     EventPrune,
     HistoryPut,
@@ -70,7 +71,9 @@ _todo_list: TypeAdapter[list[Todo]] = TypeAdapter(list[Todo])
 # It bounds delta latency (queueing behind the writer) at about 256 / throughput;
 # lower values mean smaller batches and more bytes written per byte streamed.
 BACKLOG_HIGH_WATER = 256
-PRUNE_EVERY_BATCHES = 500
+# A prune (EventPrune: at most PRUNE_MOST_ROWS rows) follows every this many events
+# logged, so the log is pruned as fast as it grows, a little at a time.
+PRUNE_EVERY_EVENTS = 2_000
 
 
 # A paced stream commits each delta alone, and a WAL commit writes every page it changed
@@ -124,7 +127,7 @@ class SqliteStore:
             self._connect_reader, self._BEGIN_READ, on_loop=self._POINT_READS_ON_LOOP
         )
         self._backlog = 0
-        self._delivered = 0
+        self._unpruned = 0  # events logged since the last prune
         # the last delta write that failed (disk full, I/O error), until clear_failure():
         # the next delta raises it instead of queueing writes that cannot land
         self.failure: StorageError | None = None
@@ -229,7 +232,7 @@ class SqliteStore:
         self._backlog -= len(batch)
         self.bus.publish_many(events)
         self._settle(batch)
-        self._count_delivery()
+        self._count_logged(len(events))
 
     @staticmethod
     def _settle(batch: list[Write]) -> None:
@@ -237,9 +240,10 @@ class SqliteStore:
             if write.future is not None and not write.future.done():
                 write.future.set_result(None)
 
-    def _count_delivery(self) -> None:
-        self._delivered += 1
-        if self._delivered % PRUNE_EVERY_BATCHES == 0:
+    def _count_logged(self, events: int) -> None:
+        self._unpruned += events
+        if self._unpruned >= PRUNE_EVERY_EVENTS:
+            self._unpruned = 0
             self._submit(EventPrune(retain=self.retain_events))
 
     async def put_session(
@@ -405,7 +409,7 @@ class SqliteStore:
         """The sequence number to resume after; EventLogGap when the log cannot say what
         followed ``event_id``: pruned since, never ours (another data dir, a made-up id),
         or None (from the start) after the start was pruned."""
-        oldest, newest = conn.execute("SELECT MIN(seq), MAX(seq) FROM event_log").fetchone()
+        oldest, newest = conn.execute(LOG_BOUNDS_SQL).fetchone()
         if event_id is None:
             pruned = conn.execute("SELECT 1 FROM meta WHERE key='pruned'").fetchone()
             seq: int | None = None if pruned else 0

@@ -110,7 +110,7 @@ reliability: $(STAMP) ## kill -9 / resume suite, long run (RELIABILITY_ITERATION
 	PARTWIRE_RELIABILITY_STORM_WORDS=$(RELIABILITY_STORM_WORDS) \
 	  $(BIN)/pytest -s tests/reliability
 
-bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provider, capacity, the paced floor, the log's SQLite cost, a client write's cost, the web UI in headless Chromium, replay memory
+bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provider, capacity, the paced floor, the log's SQLite cost, a client write's cost, pruning the log, the web UI in headless Chromium, replay memory
 	$(BIN)/python bench/stream.py --words 1000 --words 10000
 	$(BIN)/python bench/stream.py --words 1000 --delay-ms 5
 	$(BIN)/python bench/provider.py --words 10000
@@ -118,6 +118,7 @@ bench: $(STAMP) ui ## Benchmarks: demo streaming (burst and paced), a mock provi
 	$(BIN)/python bench/floor.py
 	$(BIN)/python bench/log_append.py
 	$(BIN)/python bench/client_write.py
+	$(BIN)/python bench/log_prune.py
 	$(BIN)/python bench/start.py
 	$(BIN)/python bench/mentions.py
 	$(BIN)/python bench/ui.py --messages 2000 --words 10000

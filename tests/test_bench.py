@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from partwire import processes
+from partwire.storage import sqlite
 from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 
@@ -453,6 +454,39 @@ async def test_client_write_bench_refuses_what_it_cannot_run(args: list[str], me
     code, out, err = await ran("client_write.py", *args)
     assert code == 2 and out == b""
     assert message in err.decode() and "Traceback" not in err.decode()
+
+
+async def test_log_prune_bench_prints_a_row_a_build_and_round_and_their_ratio() -> None:
+    out = await run_bench(
+        "log_prune.py", "--sessions", "20", "--seconds", "1.2", "--retain", "50",
+        "--rounds", "2", "--against", str(ROOT / "src"),
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].startswith("20 streams of 100 deltas/s for 1.2 s into a log at its retention")
+    header = re.split(r"\s{2,}", lines[1].strip())
+    assert header == [
+        "build", "round", "deltas", "CPU µs/delta", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
+        "pruned",
+    ]  # fmt: skip
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:-1]]
+    assert [row[:2] for row in rows] == [
+        ["this build", "1"], ["this build", "2"], ["other build", "1"], ["other build", "2"]
+    ]  # fmt: skip
+    for row in rows:
+        deltas, pruned = int(row[2]), int(row[8])
+        assert 2_000 < deltas <= 20 * 100 * 1.2 + 20  # the deltas appended, each timed once
+        # the log was at its retention: all but the last prune's 2,000 events were shed
+        assert pruned >= deltas - sqlite.PRUNE_EVERY_EVENTS
+        assert float(row[4]) <= float(row[5]) <= float(row[6]) <= float(row[7])
+    assert re.fullmatch(r"CPU per delta, this build / other build: \d+\.\d{3} .*", lines[-1])
+
+
+async def test_log_prune_bench_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    code, out, err = await ran("log_prune.py", "--sessions", "0")
+    assert code == 2 and out == b"" and "--sessions, --retain and --rounds" in err.decode()
+    code, out, err = await ran("log_prune.py", "--against", str(tmp_path))
+    assert code == 2 and f"{tmp_path} is no src folder" in err.decode()
+    assert "Traceback" not in err.decode()
 
 
 async def test_replay_bench_prints_its_four_rows() -> None:

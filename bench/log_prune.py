@@ -10,16 +10,19 @@ uvloop, with its log filled to ``--retain`` first: ``--sessions`` streams of ``-
 deltas a second each are appended through ``Store.append_delta`` (spread evenly over
 each millisecond, as many sessions' tokens arrive) for ``--seconds``, and each delta is
 timed from its append to its publication on the bus (committed, durable, then
-visible: what a client waits for the store). The table shows per build and round the
-deltas, the process's CPU per delta, the latency's p50, p99, p99.9 and maximum, and the
-rows pruned meanwhile. ``--against`` runs another build's store the same way (each run
-is a subprocess with its build's ``src`` first on the path; the builds take turns).
+visible: what a client waits for the store), with the cyclic collector set as a serving
+process sets it (its start-up heap frozen, server/runner.py's thresholds). The table
+shows per build and round the deltas, the process's CPU per delta, the latency's p50,
+p99, p99.9 and maximum, and the rows pruned meanwhile. ``--against`` runs another
+build's store the same way (each run is a subprocess with its build's ``src`` first on
+the path; the builds take turns).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -43,6 +46,7 @@ async def streamed(
     """One run, in this process's partwire: the figures of the table's row."""
     from partwire.bus import Bus, Subscription
     from partwire.schema.event import PartDeltaProps
+    from partwire.server.runner import SERVER_GC_THRESHOLDS
     from partwire.storage.sqlite import SqliteStore
 
     store = SqliteStore(path, Bus(), retain_events=retain)
@@ -72,6 +76,8 @@ async def streamed(
         if n % 500 == 0:
             await asyncio.sleep(0)
     await store.publish([])
+    gc.freeze()  # the collector as a serving process has it (server/runner.py)
+    gc.set_threshold(*SERVER_GC_THRESHOLDS)
     subscription = store.bus.subscribe_all()
     timer = asyncio.create_task(timing(subscription))
     await asyncio.sleep(0.2)

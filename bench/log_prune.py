@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,69 +41,81 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 TICK_S = 0.001
 
 
-async def streamed(
-    sessions: int, rate: float, seconds: float, retain: int, path: Path
-) -> dict[str, float]:
-    """One run, in this process's partwire: the figures of the table's row."""
-    from partwire.bus import Bus, Subscription
-    from partwire.schema.event import PartDeltaProps
-    from partwire.server.runner import SERVER_GC_THRESHOLDS
-    from partwire.storage.sqlite import SqliteStore
+class _Driver:
+    """Appends deltas to ``store`` as sessions would and times each to its publication."""
 
-    store = SqliteStore(path, Bus(), retain_events=retain)
-    await store.open()
-    appended: dict[str, int] = {}
-    held: list[asyncio.Future[None]] = []
-    latencies: list[float] = []
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.appended: dict[str, int] = {}
+        self.held: list[asyncio.Future[None]] = []  # appends the store pushed back
+        self.latencies: list[float] = []
 
-    def append(session: int, n: int) -> None:
+    def append(self, session: int, n: int) -> None:
+        from partwire.schema.event import PartDeltaProps
+
         text = f"{session}:{n} "
         props = PartDeltaProps(
             sessionID=f"ses_{session}", messageID="msg_1", partID=f"prt_{session}",
             field="text", delta=text,
         )  # fmt: skip
-        appended[text] = time.perf_counter_ns()
-        if (waiting := store.append_delta(props)) is not None:  # the store pushes back
-            held.append(asyncio.ensure_future(waiting))
+        self.appended[text] = time.perf_counter_ns()
+        if (waiting := self.store.append_delta(props)) is not None:
+            self.held.append(asyncio.ensure_future(waiting))
 
-    async def timing(subscription: Subscription) -> None:
-        async for event in subscription:
+    async def time_published(self) -> None:
+        async for event in self.store.bus.subscribe_all():
             delta = getattr(event.properties, "delta", None)
-            if (sent := appended.pop(delta, None)) is not None:
-                latencies.append((time.perf_counter_ns() - sent) / 1e6)
+            if (sent := self.appended.pop(delta, None)) is not None:
+                self.latencies.append((time.perf_counter_ns() - sent) / 1e6)
 
+    async def stream(self, sessions: int, rate: float, seconds: float) -> int:
+        """``sessions`` streams at ``rate`` for ``seconds``, spread over each tick; the
+        deltas appended, all committed."""
+        made, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            while made < elapsed * sessions * rate:
+                self.append(made % sessions, made)
+                made += 1
+            await asyncio.sleep(TICK_S)
+        await asyncio.gather(*self.held)
+        await self.store.publish([])
+        return made
+
+
+async def streamed(
+    sessions: int, rate: float, seconds: float, retain: int, path: Path
+) -> dict[str, float]:
+    """One run, in this process's partwire: the figures of the table's row."""
+    from partwire.bus import Bus
+    from partwire.server.runner import SERVER_GC_THRESHOLDS
+    from partwire.storage.sqlite import SqliteStore
+
+    store = SqliteStore(path, Bus(), retain_events=retain)
+    await store.open()
+    driver = _Driver(store)
     for n in range(retain + 1):  # the log at its retention before the clock starts
-        append(0, -n - 1)
+        driver.append(0, -n - 1)
         if n % 500 == 0:
             await asyncio.sleep(0)
     await store.publish([])
     gc.freeze()  # the collector as a serving process has it (server/runner.py)
     gc.set_threshold(*SERVER_GC_THRESHOLDS)
-    subscription = store.bus.subscribe_all()
-    timer = asyncio.create_task(timing(subscription))
+    timer = asyncio.create_task(driver.time_published())
     await asyncio.sleep(0.2)
-    latencies.clear()
-    rows_before = await _rows(store)
-    per_tick = sessions * rate * TICK_S
-    due, made, start = 0.0, 0, time.perf_counter()
-    cpu_before = time.process_time()
-    while (elapsed := time.perf_counter() - start) < seconds:
-        due = elapsed * sessions * rate
-        while made < due:
-            append(made % sessions, made)
-            made += 1
-        await asyncio.sleep(TICK_S if per_tick else 0)
-    await asyncio.gather(*held)
-    await store.publish([])
+    rows_before, cpu_before = await _rows(store), time.process_time()
+    made = await driver.stream(sessions, rate, seconds)
     await asyncio.sleep(0.2)
     cpu = time.process_time() - cpu_before
     timer.cancel()
     pruned = rows_before + made - await _rows(store)
     await store.close()
-    ordered = sorted(latencies)
+    return _figures(sorted(driver.latencies), cpu / max(made, 1), pruned)
+
+
+def _figures(ordered: list[float], cpu_s: float, pruned: int) -> dict[str, float]:
     return {
         "deltas": len(ordered),
-        "cpu_us": cpu / max(made, 1) * 1e6,
+        "cpu_us": cpu_s * 1e6,
         "p50": ordered[len(ordered) // 2],
         "p99": ordered[int(len(ordered) * 0.99)],
         "p999": ordered[int(len(ordered) * 0.999)],

@@ -48,6 +48,7 @@ from partwire.storage.recovery import SessionRecovery, recover
 from partwire.storage.writer import Writer
 from partwire.storage.writes import (
     LOG_BOUNDS_SQL,
+    PRUNE_EVERY_EVENTS,
     DeltaAppend,
     EventPrune,
     HistoryPut,
@@ -71,9 +72,6 @@ _todo_list: TypeAdapter[list[Todo]] = TypeAdapter(list[Todo])
 # It bounds delta latency (queueing behind the writer) at about 256 / throughput;
 # lower values mean smaller batches and more bytes written per byte streamed.
 BACKLOG_HIGH_WATER = 256
-# A prune (EventPrune: at most PRUNE_MOST_ROWS rows) follows every this many events
-# logged, so the log is pruned as fast as it grows, a little at a time.
-PRUNE_EVERY_EVENTS = 2_000
 
 
 # A paced stream commits each delta alone, and a WAL commit writes every page it changed

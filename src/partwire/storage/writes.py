@@ -39,6 +39,9 @@ _INSERT = {
 # for it. One prune of everything past the retention, every 500 commits, held a loaded
 # server's commit for about 100 ms (125,000 rows) every five seconds.
 PRUNE_MOST_ROWS = 8_000
+# A prune follows every this many events logged (storage/sqlite.py counts them), so the
+# log is pruned as fast as it grows, a little at a time.
+PRUNE_EVERY_EVENTS = 2_000
 # the log's oldest and newest seq, in two subqueries: SQLite reads a MIN or a MAX off the
 # index only when it is alone in its query
 LOG_BOUNDS_SQL = "SELECT (SELECT MIN(seq) FROM event_log), (SELECT MAX(seq) FROM event_log)"
@@ -348,5 +351,5 @@ class EventPrune(Write):
         if deleted:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('pruned', '1') "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                "ON CONFLICT (key) DO NOTHING"  # set once: a prune every 2,000 events
             )

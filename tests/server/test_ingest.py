@@ -20,6 +20,7 @@ from partwire.config import Settings
 from partwire.schema.event import Event
 from partwire.schema.frames import content_of
 from partwire.server.app import create_app
+from partwire.server.routes import ingest as ingest_route
 from partwire.server.runner import serve_in_background
 from tests.server.conftest import in_process
 
@@ -95,7 +96,7 @@ async def test_each_line_is_visible_to_clients_before_the_stream_ends(server: st
     assert state.messages(session_id) == stored
 
 
-async def _post(server: str, session_id: str, body: bytes) -> httpx.Response:
+async def _post(server: str, session_id: str, body: bytes | AsyncIterator[bytes]) -> httpx.Response:
     async with httpx.AsyncClient(base_url=server) as http:
         return await http.post(
             f"/session/{session_id}/ingest",
@@ -108,6 +109,13 @@ def _ndjson(*lines: Any) -> bytes:
     return b"".join(
         (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines
     )
+
+
+async def _paced(lines: list[Any], pause_s: float = 0.02) -> AsyncIterator[bytes]:
+    """Each line a chunk of its own, ``pause_s`` after the last: a live loop's body."""
+    for line in lines:
+        yield _ndjson(line)
+        await asyncio.sleep(pause_s)
 
 
 @pytest.mark.parametrize(
@@ -123,20 +131,23 @@ def _ndjson(*lines: Any) -> bytes:
         (b"\xff\xfe", "not UTF-8"),
     ],
 )  # fmt: skip
+@pytest.mark.parametrize("chunked", [False, True])
 async def test_a_bad_line_is_a_400_naming_it_and_keeps_what_came_before(
-    server: str, bad: bytes, says: str
+    server: str, bad: bytes, says: str, chunked: bool
 ) -> None:
+    """In one body, or a line a chunk (the deltas and the bad line then reach the
+    recording through the read callback, as a live loop's do)."""
     async with PartwireClient(server) as client:
         session_id = await _session(client)
-        body = _ndjson(
+        lines = [
             {"type": "start", "prompt": "go"},
             {"type": "text-delta", "delta": "a"},
             b"",
             {"type": "text-delta", "delta": "b"},
             bad,
             {"type": "text-delta", "delta": "never"},
-        )
-        response = await _post(server, session_id, body)
+        ]
+        response = await _post(server, session_id, _paced(lines) if chunked else _ndjson(*lines))
         assert response.status_code == 400
         error = response.json()
         assert error["name"] == "BadRequest" and error["data"]["line"] == 5
@@ -343,16 +354,11 @@ async def test_plain_deltas_make_the_parts_the_builder_makes(server: str, chunke
     expected = [(p.type, getattr(p, "text", None)) for p in builder.build().parts]
     lines = [{"type": "start", "prompt": "go"}, *DELTAS]
 
-    async def body() -> AsyncIterator[bytes]:
-        for line in lines:  # each line a read of its own
-            yield _ndjson(line)
-            await asyncio.sleep(0.01)
-
     async with PartwireClient(server) as client, httpx.AsyncClient(base_url=server) as http:
         session_id = await _session(client)
         response = await http.post(
             f"/session/{session_id}/ingest",
-            content=body() if chunked else _ndjson(*lines),
+            content=_paced(lines, 0.01) if chunked else _ndjson(*lines),
             headers={"content-type": "application/x-ndjson"},
         )
         assert response.status_code == 200, response.text
@@ -365,6 +371,36 @@ async def test_plain_deltas_make_the_parts_the_builder_makes(server: str, chunke
         ("reasoning", "more"),
         ("text", "end"),
     ]
+
+
+async def test_a_live_loops_deltas_are_applied_in_the_read_callback(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under uvicorn, a plain delta that arrives while the message records wakes no task:
+    the connection's read callback applies it (``read_inline``). A uvicorn whose request
+    cycle no longer has the shape the lane needs fails here, not just slows down."""
+    applied_inline: list[bool] = []
+    take = ingest_route._Body._take
+
+    def counted(body: Any, chunk: bytes) -> bool:
+        woke = take(body, chunk)
+        applied_inline.append(not woke)
+        return woke
+
+    monkeypatch.setattr(ingest_route._Body, "_take", counted)
+    words = [f"w{n} " for n in range(20)]
+    lines = [
+        {"type": "start", "prompt": "go"},
+        *({"type": "text-delta", "delta": w} for w in words),
+    ]
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        response = await _post(server, session_id, _paced(lines))
+        assert response.status_code == 200, response.text
+        answer = (await client.messages(session_id))[1]
+    assert [p.text for p in answer.parts if p.type == "text"] == ["".join(words)]  # type: ignore[union-attr]
+    # the first delta opens the part (the task's way); the rest each came alone
+    assert applied_inline.count(True) >= 15, applied_inline
 
 
 async def test_an_overlong_line_is_a_400_and_keeps_what_came_before(server: str) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
@@ -22,6 +23,7 @@ from starlette.types import Receive
 from partwire.errors import BuilderError
 from partwire.schema.message import MessageWithParts
 from partwire.server.errors import error_body
+from partwire.server.inline_body import read_inline
 from partwire.server.limits import (
     MAX_JSON_DEPTH,
     SURROGATE_ESCAPE,
@@ -79,10 +81,9 @@ async def ingest(request: Request, sessionID: str) -> Response:
     """Record a message from an NDJSON stream of ingest events, live."""
     _, project = await session_project(request, sessionID)
     project.loop.ensure_idle_now(sessionID)
-    limit = runtime_of(request).settings.ingest_max_bytes
-    batches = _batches(request.receive, limit)
+    body = _Body(request.receive, runtime_of(request).settings.ingest_max_bytes)
     try:
-        head = await _head(batches)
+        head = await _head(body)
     except BadLine as bad:
         return _bad_line(bad)
     except ClientDisconnect:
@@ -96,7 +97,7 @@ async def ingest(request: Request, sessionID: str) -> Response:
     # few frames deep, where the request's task is some thirty (each middleware, the
     # router). Cancelling the request cancels it (and so ends the message as aborted).
     message_id, failure = await asyncio.create_task(
-        _record(project.recorder, sessionID, head, batches)
+        _record(project.recorder, sessionID, head, body)
     )
     if failure is not None:
         return _bad_line(failure)
@@ -105,7 +106,7 @@ async def ingest(request: Request, sessionID: str) -> Response:
 
 
 async def _record(
-    recorder: Recorder, session_id: str, head: list[Item], batches: AsyncIterator[list[Item]]
+    recorder: Recorder, session_id: str, head: list[Item], body: _Body
 ) -> tuple[str, BadLine | None]:
     """Record the message the body holds, ``head`` (its first items) on: its id, and the
     bad line that ended it, if one did."""
@@ -125,8 +126,7 @@ async def _record(
     ) as recording:
         try:
             await _apply(recording, head[1:] if isinstance(first, IngestStart) else head)
-            async for batch in batches:
-                await _apply(recording, batch)
+            await body.follow(recording)
         except BadLine as bad:
             await recording.fail(f"ingest {bad}")
             failure = bad
@@ -135,10 +135,10 @@ async def _record(
     return recording.message_id, failure
 
 
-async def _head(batches: AsyncIterator[list[Item]]) -> list[Item]:
+async def _head(body: _Body) -> list[Item]:
     """The first batch that holds an item (an empty list: the body held none). A bad
     first line raises: nothing is stored."""
-    async for batch in batches:
+    while (batch := await body.batch()) is not None:
         if batch and isinstance(batch[0][1], BadLine):
             raise batch[0][1]
         if batch:
@@ -162,22 +162,88 @@ async def _apply(recording: Recording, batch: list[Item]) -> None:
                 raise BadLine(number, exc.message) from None
 
 
-async def _batches(receive: Receive, limit: int) -> AsyncIterator[list[Item]]:
-    """The body's items as they arrive: the lines each read completes, at once. Most
-    lines a live loop sends are text deltas, one a read; they skip the event models."""
-    read = _Lines(limit)
-    items = _Items()
-    while not read.ended:
-        message = await receive()
+class _Body:
+    """The body's items as they arrive: the lines each chunk completes, at once. Most
+    lines a live loop sends are text deltas, one a chunk; they skip the event models and,
+    once the message is recording under uvicorn, the request's task too: the read callback
+    applies them (``read_inline``), as the model's stream is applied in ours."""
+
+    def __init__(self, receive: Receive, limit: int) -> None:
+        self.receive = receive
+        self.read = _Lines(limit)
+        self.items = _Items()
+        self.over = False  # the body ended, or a bad line ended what is read of it
+        self.recording: Recording | None = None
+        # what the read callback left the task, in order: items, awaitables, an error
+        self.left: deque[list[Item] | Awaitable[None] | Exception] = deque()
+
+    async def batch(self) -> list[Item] | None:
+        """The items of the next chunk received; None once the body is over."""
+        if self.over:
+            return None
+        message = await self.receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnect()
-        lines = read.feed(message.get("body", b""), more=message.get("more_body", False))
-        batch = items.of(lines)
-        if (overlong := read.overlong()) is not None and not _ends_badly(batch):
+        return self._items(message.get("body", b""), more=message.get("more_body", False))
+
+    def _items(self, chunk: bytes, *, more: bool) -> list[Item]:
+        batch = self.items.of(self.read.feed(chunk, more=more))
+        if (overlong := self.read.overlong()) is not None and not _ends_badly(batch):
             batch.append((overlong.line, overlong))
-        yield batch
-        if _ends_badly(batch):
-            return
+        self.over = self.read.ended or _ends_badly(batch)
+        return batch
+
+    async def follow(self, recording: Recording) -> None:
+        """The rest of the body applied to ``recording``, in order."""
+        lane = read_inline(self.receive, self._take)
+        self.recording = recording
+        try:
+            while True:
+                while self.left:
+                    await _settle(recording, self.left.popleft())
+                batch = await self.batch()
+                if batch is None:
+                    return
+                await _apply(recording, batch)
+        finally:
+            self.recording = None
+            if lane is not None:
+                lane.stop()
+            for left in self.left:  # the task was cancelled: nothing awaits these
+                if isinstance(left, Coroutine):
+                    left.close()
+
+    def _take(self, chunk: bytes) -> bool:
+        """In the read callback, while ``follow`` awaits the next chunk: its plain deltas
+        applied at once. True (wake the task) when it left the task something: a line
+        that is not a plain delta, a delta's wait (the store's backpressure, a part to
+        open), an error."""
+        recording = self.recording
+        if recording is None:  # not reached: the lane stops first
+            return True
+        try:
+            batch = self._items(chunk, more=True)
+            for position, (_, item) in enumerate(batch):
+                if not isinstance(item, tuple):
+                    self.left.append(batch[position:])
+                    return True
+                if (waiting := recording.grow(*item)) is not None:
+                    self.left.append(waiting)
+                    self.left.append(batch[position + 1 :])
+                    return True
+        except Exception as exc:  # raised where the task would have raised it
+            self.left.append(exc)
+            return True
+        return False
+
+
+async def _settle(recording: Recording, left: list[Item] | Awaitable[None] | Exception) -> None:
+    if isinstance(left, Exception):
+        raise left
+    if isinstance(left, list):
+        await _apply(recording, left)
+    else:
+        await left
 
 
 def _ends_badly(batch: list[Item]) -> bool:

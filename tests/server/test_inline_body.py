@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import uvicorn
 
 from partwire.server.inline_body import InlineLane, read_inline
@@ -47,8 +48,10 @@ class Reader:
 
 
 @asynccontextmanager
-async def _serving(app: Reader) -> AsyncIterator[int]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+async def _serving(app: Reader, http: str = "httptools") -> AsyncIterator[int]:
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", http=http
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -75,9 +78,12 @@ async def _post_chunks(port: int, chunks: list[bytes]) -> bytes:
     return answer
 
 
-async def test_chunks_are_taken_while_the_task_waits_and_wake_it_only_when_asked() -> None:
+@pytest.mark.parametrize("http", ["httptools", "h11"])  # uvicorn's two HTTP/1.1 servers
+async def test_chunks_are_taken_while_the_task_waits_and_wake_it_only_when_asked(
+    http: str,
+) -> None:
     app = Reader()
-    async with _serving(app) as port:
+    async with _serving(app, http) as port:
         answer = await _post_chunks(port, [b"a", b"b", b"wake", b"c"])
     assert answer.startswith(b"HTTP/1.1 200")
     assert app.taken == [b"a", b"b", b"wake", b"c"]

@@ -4,7 +4,8 @@ what ``chunk_writer`` (pushed.py) is for a response.
 A route that reads a long body as it arrives (ingest: one token a chunk) awaits
 ``receive`` for each chunk, and each chunk wakes the request's task, a few coroutine
 frames deep, through uvicorn's asyncio.Event and a future. Under uvicorn's HTTP/1.1
-server, ``read_inline(receive, take)`` has the read callback hand each chunk to ``take``
+servers (httptools or h11), ``read_inline(receive, take)`` has the read callback hand each
+chunk to ``take``
 instead, while the task waits in ``receive``: ``take`` does what it can at once and
 returns whether the task must wake (it left the task something only a task can do:
 await, raise). ``receive`` then returns whatever came after the chunks taken (an empty
@@ -55,7 +56,7 @@ class InlineLane(asyncio.Event):
             and not cycle.response_complete
         ):
             chunk = bytes(cycle.body)
-            cycle.body = bytearray()
+            cycle.body = type(cycle.body)()  # httptools' is a bytearray, h11's bytes
             if not self._take(chunk):
                 return
         super().set()

@@ -5,10 +5,9 @@ A route that reads a long body as it arrives (ingest: one token a chunk) awaits
 ``receive`` for each chunk, and each chunk wakes the request's task, a few coroutine
 frames deep, through uvicorn's asyncio.Event and a future. Under uvicorn's HTTP/1.1
 servers (httptools or h11), ``read_inline(receive, take)`` has the read callback hand each
-chunk to ``take``
-instead, while the task waits in ``receive``: ``take`` does what it can at once and
-returns whether the task must wake (it left the task something only a task can do:
-await, raise). ``receive`` then returns whatever came after the chunks taken (an empty
+chunk to ``take`` instead, while the task waits in ``receive``: ``take`` does what it can
+at once and returns whether the task must wake (it left the task something only a task
+can do: await, raise). ``receive`` then returns whatever came after the chunks taken (an empty
 body when nothing did). What arrives while the task is busy waits in ``receive`` as
 usual, held to uvicorn's flow control. The body's end, the client's going and every
 other server take the usual way.

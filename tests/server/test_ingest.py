@@ -382,8 +382,8 @@ async def test_a_live_loops_deltas_are_applied_in_the_read_callback(
     applied_inline: list[bool] = []
     take = ingest_route._Body._take
 
-    def counted(body: Any, chunk: bytes) -> bool:
-        woke = take(body, chunk)
+    def counted(body: Any, recording: Any, chunk: bytes) -> bool:
+        woke = take(body, recording, chunk)
         applied_inline.append(not woke)
         return woke
 

@@ -9,6 +9,7 @@ error and is a 400 naming the line, while everything before that line stays stor
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections import deque
 from collections.abc import Awaitable, Coroutine
@@ -173,7 +174,6 @@ class _Body:
         self.read = _Lines(limit)
         self.items = _Items()
         self.over = False  # the body ended, or a bad line ended what is read of it
-        self.recording: Recording | None = None
         # what the read callback left the task, in order: items, awaitables, an error
         self.left: deque[list[Item] | Awaitable[None] | Exception] = deque()
 
@@ -195,8 +195,7 @@ class _Body:
 
     async def follow(self, recording: Recording) -> None:
         """The rest of the body applied to ``recording``, in order."""
-        lane = read_inline(self.receive, self._take)
-        self.recording = recording
+        lane = read_inline(self.receive, functools.partial(self._take, recording))
         try:
             while True:
                 while self.left:
@@ -206,21 +205,17 @@ class _Body:
                     return
                 await _apply(recording, batch)
         finally:
-            self.recording = None
             if lane is not None:
                 lane.stop()
             for left in self.left:  # the task was cancelled: nothing awaits these
                 if isinstance(left, Coroutine):
                     left.close()
 
-    def _take(self, chunk: bytes) -> bool:
+    def _take(self, recording: Recording, chunk: bytes) -> bool:
         """In the read callback, while ``follow`` awaits the next chunk: its plain deltas
         applied at once. True (wake the task) when it left the task something: a line
         that is not a plain delta, a delta's wait (the store's backpressure, a part to
         open), an error."""
-        recording = self.recording
-        if recording is None:  # not reached: the lane stops first
-            return True
         try:
             batch = self._items(chunk, more=True)
             for position, (_, item) in enumerate(batch):

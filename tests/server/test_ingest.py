@@ -403,6 +403,44 @@ async def test_a_live_loops_deltas_are_applied_in_the_read_callback(
     assert applied_inline.count(True) >= 15, applied_inline
 
 
+async def test_lines_that_arrive_together_while_the_task_works_keep_their_order(
+    server: str,
+) -> None:
+    """The read callback leaves a call's start to the recording's task and wakes it; the
+    call and its result, in the same read, reach the task through receive: they are
+    applied after the start, not before it."""
+    url = urlparse(server)
+    together = b"".join(
+        b"%x\r\n%b\r\n" % (len(line), line)
+        for line in (
+            _ndjson({"type": "tool-call-start", "callID": "c1", "tool": "bash"}),
+            _ndjson({"type": "tool-call", "callID": "c1", "tool": "bash", "input": {}}),
+            _ndjson({"type": "tool-result", "callID": "c1", "output": "done"}),
+            _ndjson({"type": "text-delta", "delta": "after"}),
+        )
+    )
+    async with PartwireClient(server) as client:
+        session_id = await _session(client)
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        writer.write(
+            f"POST /session/{session_id}/ingest HTTP/1.1\r\nHost: {url.netloc}\r\n"
+            "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+        )
+        for line in ({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "a"}):
+            body = _ndjson(line)
+            writer.write(b"%x\r\n%b\r\n" % (len(body), body))
+            await asyncio.sleep(0.05)  # the message records, and its task waits for more
+        writer.write(together)  # one write: one read on the server
+        await asyncio.sleep(0.05)
+        writer.write(b"0\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(65536), 10)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+        stored = (await client.messages(session_id))[1]
+    assert [p.type for p in stored.parts] == ["text", "tool", "text"]
+    assert stored.parts[1].state.output == "done"  # type: ignore[union-attr]
+
+
 async def test_an_overlong_line_is_a_400_and_keeps_what_came_before(server: str) -> None:
     head = _ndjson({"type": "start", "prompt": "go"}, {"type": "text-delta", "delta": "kept"})
 

@@ -104,6 +104,17 @@ async def test_what_arrives_while_the_task_is_busy_is_received_in_order() -> Non
     assert app.received[-1] == b""  # the end
 
 
+async def test_a_chunk_past_uvicorns_high_water_mark_taken_does_not_stop_reading() -> None:
+    """uvicorn pauses reading once the body it holds passes 64 KiB, and only receive
+    resumes it: the lane, which takes that body without waking the task, resumes it."""
+    app = Reader()
+    big = b"x" * 200_000
+    async with _serving(app) as port:
+        answer = await _post_chunks(port, [b"a", big, b"after"])
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert b"".join(app.taken) + b"".join(app.received) == b"a" + big + b"after"
+
+
 async def test_a_stopped_lane_leaves_every_chunk_to_receive() -> None:
     app = Reader()
     app.stop_after_wake = True

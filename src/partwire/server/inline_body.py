@@ -22,7 +22,7 @@ from typing import Any, Literal
 from starlette.types import Receive
 
 Take = Callable[[bytes], bool]
-_CYCLE_FIELDS = ("body", "more_body", "disconnected", "response_complete")
+_CYCLE_FIELDS = ("body", "more_body", "disconnected", "response_complete", "flow")
 
 
 class InlineLane(asyncio.Event):
@@ -57,6 +57,9 @@ class InlineLane(asyncio.Event):
             chunk = bytes(cycle.body)
             cycle.body = type(cycle.body)()  # httptools' is a bytearray, h11's bytes
             if not self._take(chunk):
+                # a chunk past uvicorn's high-water mark paused reading, which only
+                # receive resumes: the task is not woken, so resume it here
+                cycle.flow.resume_reading()
                 return
         super().set()
 

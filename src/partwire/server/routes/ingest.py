@@ -198,9 +198,12 @@ class _Body:
         lane = read_inline(self.receive, functools.partial(self._take, recording))
         try:
             while True:
-                while self.left:
-                    await _settle(recording, self.left.popleft())
-                batch = await self.batch()
+                try:
+                    batch = await self.batch()
+                except (ClientDisconnect, BadLine):
+                    await self._settle(recording)  # what the lane took came first
+                    raise
+                await self._settle(recording)  # … and before the chunk received
                 if batch is None:
                     return
                 await _apply(recording, batch)
@@ -210,6 +213,17 @@ class _Body:
             for left in self.left:  # the task was cancelled: nothing awaits these
                 if isinstance(left, Coroutine):
                     left.close()
+
+    async def _settle(self, recording: Recording) -> None:
+        """What the read callback left the task, in order."""
+        while self.left:
+            left = self.left.popleft()
+            if isinstance(left, Exception):
+                raise left
+            if isinstance(left, list):
+                await _apply(recording, left)
+            else:
+                await left
 
     def _take(self, recording: Recording, chunk: bytes) -> bool:
         """In the read callback, while ``follow`` awaits the next chunk: its plain deltas
@@ -230,15 +244,6 @@ class _Body:
             self.left.append(exc)
             return True
         return False
-
-
-async def _settle(recording: Recording, left: list[Item] | Awaitable[None] | Exception) -> None:
-    if isinstance(left, Exception):
-        raise left
-    if isinstance(left, list):
-        await _apply(recording, left)
-    else:
-        await left
 
 
 def _ends_badly(batch: list[Item]) -> bool:

@@ -29,6 +29,7 @@ from partwire.storage.base import EventLogGap
 from partwire.storage.pg_notify import hand_rows_after
 from partwire.storage.postgres import PostgresStore
 from partwire.storage.sqlite import SHORT_HISTORY_PARTS, SqliteStore
+from partwire.storage.writer import LOADED_SPACING_S
 from tests.storage.conftest import MakeStore, independent_read, independent_write
 from tests.storage.streaming import append
 
@@ -118,6 +119,18 @@ async def test_a_delta_returns_at_once_and_only_a_writer_far_behind_makes_it_wai
         if waiting is not None:
             await waiting
     assert [e.properties.delta for e in sub.drain()] == [str(i) for i in range(8)]  # type: ignore[attr-defined]
+
+
+async def test_a_loaded_group_commits_deltas_wait_for_nothing(store: SqliteStore) -> None:
+    """The deltas of one loaded group commit (500 sessions at 100 tokens/s over the
+    loaded spacing) queue without making their producers wait: a wait wakes the
+    producer's task, and at 256 a loaded server crossed the high-water mark every commit."""
+    await store.put_session(_session(), [])
+    await store.put_part(_text(), [], streaming=True)
+    group = int(500 * 100 * LOADED_SPACING_S)
+    returned = [store.append_delta(_delta(str(i))) for i in range(group)]  # in one turn
+    assert group == 500 and all(waiting is None for waiting in returned)
+    await store.publish([SessionIdle(SessionRef(sessionID="ses_1"))])
 
 
 async def test_event_ids_strictly_increase_in_publish_order(store: SqliteStore) -> None:

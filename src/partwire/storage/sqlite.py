@@ -68,10 +68,14 @@ from partwire.storage.writes import (
 T = TypeVar("T")
 _todo_list: TypeAdapter[list[Todo]] = TypeAdapter(list[Todo])
 
-# Above this many queued writes, append_delta waits for its own commit (backpressure).
-# It bounds delta latency (queueing behind the writer) at about 256 / throughput;
-# lower values mean smaller batches and more bytes written per byte streamed.
-BACKLOG_HIGH_WATER = 256
+# Above this many queued writes, append_delta waits for its own commit (backpressure):
+# the writer is behind. It must stay well above what one group commit holds when the
+# writer keeps up (the deltas of LOADED_SPACING_S: 300 at 300 sessions of 100 tokens/s),
+# since a delta that waits wakes its producer's task, which then takes every token of
+# that read the slow way: at 256 a loaded server crossed it every commit and fell
+# further behind the more it crossed it. It bounds the queue's memory, and the delta
+# latency behind a writer that cannot keep up at about 4096 / throughput.
+BACKLOG_HIGH_WATER = 4096
 
 
 # A paced stream commits each delta alone, and a WAL commit writes every page it changed

@@ -68,13 +68,10 @@ from partwire.storage.writes import (
 T = TypeVar("T")
 _todo_list: TypeAdapter[list[Todo]] = TypeAdapter(list[Todo])
 
-# Above this many queued writes, append_delta waits for its own commit (backpressure):
-# the writer is behind. It must stay well above what one group commit holds when the
-# writer keeps up (the deltas of LOADED_SPACING_S: 300 at 300 sessions of 100 tokens/s),
-# since a delta that waits wakes its producer's task, which then takes every token of
-# that read the slow way: at 256 a loaded server crossed it every commit and fell
-# further behind the more it crossed it. It bounds the queue's memory, and the delta
-# latency behind a writer that cannot keep up at about 4096 / throughput.
+# Above this many queued writes append_delta waits for its own commit: the writer is
+# behind. Well above one loaded group commit (LOADED_SPACING_S of deltas: 300 at 300
+# sessions), since a waiting delta wakes its producer's task (at 256 every loaded commit
+# crossed it). Bounds the queue, and latency behind a slow writer at ~4096 / throughput.
 BACKLOG_HIGH_WATER = 4096
 
 

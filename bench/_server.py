@@ -8,14 +8,18 @@ a delta from their mock model's write and run the server without it), a task mea
 loop's lag (how late a 1 ms timer fires; started by the first ``?reset_lag=true``), and
 GET /bench/stats reports those times, the lag since the last ``?reset_lag=true``, the
 SQLite writer thread's write-syscall byte count, each thread's CPU and the process's peak
-RSS.
+RSS. With ``--profile FILE`` the loop's thread runs under cProfile from SIGUSR1 to SIGUSR2
+(bench/per_delta.py sends them around a capacity step's streaming window), and the profile
+is written to FILE when it stops.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -145,6 +149,20 @@ async def _serve(app: FastAPI, port: int) -> None:
     freezing.cancel()
 
 
+def _profile_between_signals(path: Path) -> None:
+    """cProfile of the loop's thread from SIGUSR1 to SIGUSR2 (the handlers run on it),
+    written to ``path`` at SIGUSR2 (uvicorn ends a server it stopped on SIGTERM by the
+    signal itself: nothing runs at exit)."""
+    profile = cProfile.Profile()
+
+    def stop(*_: object) -> None:
+        profile.disable()
+        profile.dump_stats(str(path))
+
+    signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
+    signal.signal(signal.SIGUSR2, stop)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -156,7 +174,12 @@ def main() -> None:
     parser.add_argument(
         "--time-grows", action="store_true", help="record each delta's arrival (bench/stream.py)"
     )
+    parser.add_argument(
+        "--profile", type=Path, help="cProfile from SIGUSR1 to SIGUSR2 (bench/per_delta.py)"
+    )
     args = parser.parse_args()
+    if args.profile is not None:
+        _profile_between_signals(args.profile)
     app = build(
         args.data, args.project, args.delay_ms, args.database_url, args.redis_url, args.time_grows
     )

@@ -46,6 +46,7 @@ import argparse
 import asyncio
 import functools
 import os
+import signal
 import statistics
 import sys
 import time
@@ -174,15 +175,18 @@ async def step(
     feeder: IngestFeeder | None = None,
     cpu_quota: float | None = None,
     loop_lag: bool = False,
+    profile: Path | None = None,
 ) -> Step:
     """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered),
     followed on GET /event or (``watch="session"``) each on a stream of its own; answered
-    by the model, or (``feeder``) streamed in by external loops through ingest."""
+    by the model, or (``feeder``) streamed in by external loops through ingest. With
+    ``profile``, the server's loop runs under cProfile over the window where every session
+    streams, written to that file (bench/per_delta.py)."""
     mock = model if isinstance(model, Mock) else Mock(model, 0)
     quotas: list[CpuQuota] = []
     try:
         async with (
-            serving(mock.port) as (url, pid),
+            serving(mock.port, *(("--profile", str(profile)) if profile else ())) as (url, pid),
             httpx.AsyncClient(base_url=url, timeout=120) as http,
         ):
             if cpu_quota is not None:
@@ -200,7 +204,9 @@ async def step(
             server_before = cpu_s(pid)
             # the CPUs busy while every session streams: from the last start to the first end
             last_start_s = stagger_s * (sessions - 1)
-            window = _busy_cpus(pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3)
+            window = _busy_cpus(
+                pid, mock.pid, last_start_s + 0.3, tokens / rate - 0.3, profiled=bool(profile)
+            )
             sampling = asyncio.ensure_future(window)
             await _watched(watch, port, prompts, received, firsts, stagger_s, start)
             server_cpu = cpu_s(pid) - server_before
@@ -259,15 +265,20 @@ def _check_all_read(received: dict[str, int], sessions: int, tokens: int) -> Non
 
 
 async def _busy_cpus(
-    server_pid: int, model_pid: int, from_s: float, to_s: float
+    server_pid: int, model_pid: int, from_s: float, to_s: float, *, profiled: bool = False
 ) -> tuple[float, float]:
     """CPUs the server, and the mock model and this client, kept busy between ``from_s``
-    and ``to_s`` from now (the whole step's average when that window is too short)."""
+    and ``to_s`` from now (the whole step's average when that window is too short); a
+    ``profiled`` server is told when the window opens (SIGUSR1) and closes (SIGUSR2)."""
     if to_s - from_s < 0.5:
         from_s, to_s = 0.0, 0.5
     await asyncio.sleep(from_s)
+    if profiled:
+        os.kill(server_pid, signal.SIGUSR1)
     server, others, start = cpu_s(server_pid), _others_cpu_s(model_pid), time.monotonic()
     await asyncio.sleep(to_s - from_s)
+    if profiled:
+        os.kill(server_pid, signal.SIGUSR2)
     wall = time.monotonic() - start
     return (cpu_s(server_pid) - server) / wall, (_others_cpu_s(model_pid) - others) / wall
 

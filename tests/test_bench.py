@@ -403,6 +403,51 @@ async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
     assert "Traceback" not in err.decode()
 
 
+async def test_per_delta_bench_profiles_the_window_and_divides_by_its_deltas(
+    tmp_path: Path,
+) -> None:
+    saved = tmp_path / "server.prof"
+    out = await run_bench(
+        "per_delta.py", "--sessions", "2", "--tokens", "150", "--rate", "100", "--top", "200",
+        "--save", str(saved),
+    )  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0].startswith("partwire per delta — 2 sessions at 100 tokens/s")
+    assert re.split(r"\s{2,}", lines[1].strip()) == [
+        "calls/delta", "own µs/delta", "with callees µs/delta", "function"
+    ]  # fmt: skip
+    rows = {
+        row[3]: row
+        for row in (re.split(r"\s{2,}", line.strip(), maxsplit=3) for line in lines[3:-1])
+    }
+    # the session writer's text_delta and the builder's grow: once a delta each (a signal
+    # may open or close the window between the two calls of one delta)
+    writer = _row(rows, "partwire/session/writer.py:", " text_delta")
+    builder = _row(rows, "partwire/builder.py:", " grow")
+    assert abs(float(writer[0]) - 1) <= 0.02 and abs(float(builder[0]) - 1) <= 0.02
+    assert float(writer[2]) >= float(writer[1]) > 0  # with its callees, at least its own
+    seen = re.fullmatch(
+        r"(\d+) deltas in the window: (\d+) calls a delta \((\d+) of Python.*", lines[-1]
+    )
+    assert seen is not None, lines[-1]
+    # the window leaves out the starts and the ends: under the 300 deltas streamed
+    assert 20 < int(seen[1]) < 300 and int(seen[2]) > int(seen[3]) > 20
+    assert saved.stat().st_size > 0  # kept for python -m pstats
+
+
+def _row(rows: dict[str, list[str]], module: str, function: str) -> list[str]:
+    return next(
+        row for name, row in rows.items() if name.startswith(module) and name.endswith(function)
+    )
+
+
+async def test_per_delta_bench_refuses_a_step_too_short_to_have_a_window() -> None:
+    code, out, err = await ran("per_delta.py", "--tokens", "50", "--rate", "100")
+    assert code == 2 and out == b""
+    assert "every session must stream together for a second" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
 async def test_log_append_bench_prints_each_size_and_gap_against_another_build() -> None:
     out = await run_bench(
         "log_append.py", "--rows", "1,4", "--gap-ms", "0", "--commits", "5", "--rounds", "2",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import pytest
@@ -70,12 +70,12 @@ class Client:
 
 def _stream(
     subscription: Subscription,
-    opening: Callable[[Opening], AsyncIterator[str]] | None = None,
+    opening: Callable[[Opening], AsyncGenerator[str, None]] | None = None,
     *,
     heartbeat_s: float = 30.0,
     render: Callable[[list[Event]], str] | None = None,
 ) -> PushedStream:
-    async def nothing(opened: Opening) -> AsyncIterator[str]:
+    async def nothing(opened: Opening) -> AsyncGenerator[str, None]:
         yield "opened\n\n"
 
     return PushedStream(
@@ -148,7 +148,7 @@ async def test_what_arrives_during_the_opening_follows_it_and_what_it_sent_is_sk
     subscription = bus.subscribe_all()
     replayed = asyncio.Event()
 
-    async def opening(opened: Opening) -> AsyncIterator[str]:
+    async def opening(opened: Opening) -> AsyncGenerator[str, None]:
         yield "connected\n\n"
         bus.publish_many([_idle(1), _idle(2)])  # live while the log is read: both queued
         await asyncio.sleep(0)
@@ -258,6 +258,29 @@ async def test_a_client_gone_while_a_send_waits_ends_the_stream_and_nothing_more
     bus.publish(_idle(2))
     await client.release()  # the waiting send ends as the connection closes
     assert client.bodies() == ["opened\n\n", _frame(_idle(1))]
+
+
+async def test_a_client_gone_during_the_opening_ends_the_replay_there() -> None:
+    bus, client = Bus(), Client()
+    subscription = bus.subscribe_all()
+    replayed: list[int] = []
+    closed = asyncio.Event()
+
+    async def opening(opened: Opening) -> AsyncGenerator[str, None]:
+        try:
+            for n in range(10_000):  # a long session's history, read from the log a page a time
+                replayed.append(n)
+                await asyncio.sleep(0)
+                yield _frame(_idle(n))
+        finally:
+            closed.set()
+
+    task = await _served(_stream(subscription, opening), client)
+    client.gone.set()  # an ASGI server's send returns at once once the client is gone
+    await asyncio.wait_for(task, 5)
+    assert closed.is_set() and subscription.closed
+    assert 0 < len(replayed) < 100  # the replay ended where the client went, not at its end
+    assert len(client.bodies()) == len(replayed) - 1  # the frame made as it went: not sent
 
 
 class _Transport:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable
 from types import CoroutineType
 from typing import Any
 
@@ -74,7 +74,7 @@ class PushedStream(Response):
         self,
         *,
         subscription: Subscription,
-        opening: Callable[[Opening], AsyncIterator[str]],
+        opening: Callable[[Opening], AsyncGenerator[str, None]],
         render: Render,
         heartbeat: Callable[[], str],
         heartbeat_s: float,
@@ -102,11 +102,24 @@ class PushedStream(Response):
     async def _respond(self, receive: Receive, send: Send, server_send: Send) -> None:
         start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
         await send(start)
-        opened = Opening()
-        async for text in self.opening(opened):
-            await send(_body(text))
-        live = _Live(self, server_send, opened.sent)
+        # from the start: a client that goes during a long replay ends it (an ASGI server's
+        # send after the client went returns at once, and the replay would run on)
         listening = asyncio.ensure_future(_disconnect(receive))
+        try:
+            opened = Opening()
+            async with contextlib.aclosing(self.opening(opened)) as opening:
+                async for text in opening:
+                    if listening.done():
+                        return  # the client went: nothing more can reach it
+                    await send(_body(text))
+            await self._live(listening, send, server_send, opened)
+        finally:
+            listening.cancel()
+
+    async def _live(
+        self, listening: asyncio.Future[None], send: Send, server_send: Send, opened: Opening
+    ) -> None:
+        live = _Live(self, server_send, opened.sent)
         try:
             await asyncio.wait([listening, live.ended], return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -9,7 +9,7 @@ is not lost; anything the log already delivered is skipped by id.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
@@ -156,7 +156,7 @@ def _fell_behind(sent: str | None) -> Event:
 
 async def _opening(
     runtime: Runtime, last_id: str | None, frame: Framer, visibility: Visibility, opened: Opening
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """``server.connected``, who watches which session now (``session.presence``, never
     logged: a stream opened after a watcher joined would otherwise not know of it until the
     next change), then (with ``last_id``) the logged events after it."""

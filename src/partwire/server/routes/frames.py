@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request
@@ -152,11 +152,11 @@ async def _resume(
 
 def _opening(
     runtime: Runtime, frames: SessionFrames, shape: Shape, cursor: str | None
-) -> Callable[[Opening], AsyncIterator[str]]:
+) -> Callable[[Opening], AsyncGenerator[str, None]]:
     """What the stream sends before it goes live: the history after ``cursor``, or (no
     cursor, or one the log cannot serve) ``reset`` and a snapshot."""
 
-    async def opening(opened: Opening) -> AsyncIterator[str]:
+    async def opening(opened: Opening) -> AsyncGenerator[str, None]:
         resumed = False
         if cursor:
             try:

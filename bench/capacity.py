@@ -404,9 +404,10 @@ def _arguments() -> argparse.Namespace:
 
 
 def _measuring(
-    args: argparse.Namespace, mock: Mock, tokens: int
+    args: argparse.Namespace, mock: Mock, tokens: int, profile: Path | None = None
 ) -> Callable[[int], Awaitable[Step]]:
-    """One step of K sessions answering ``tokens`` tokens, as the arguments say."""
+    """One step of K sessions answering ``tokens`` tokens, as the arguments say (the
+    server profiled into ``profile``: bench/per_delta.py)."""
 
     async def measure(sessions: int) -> Step:
         feeder = IngestFeeder(tokens, args.rate) if args.via == "ingest" else None
@@ -420,6 +421,7 @@ def _measuring(
             rate=args.rate,
             cpu_quota=args.cpu_quota,
             loop_lag=args.loop_lag,
+            profile=profile,
         )
 
     return measure

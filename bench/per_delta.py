@@ -29,9 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _ingest_feeder import IngestFeeder  # noqa: E402
-from _processes import Mock, paced_model_process  # noqa: E402
-from capacity import Step, step  # noqa: E402
+from _processes import paced_model_process  # noqa: E402
+from capacity import Step, _measuring  # noqa: E402
 from stream import aligned  # noqa: E402
 
 # (file, name) of the one call a streamed text delta makes, whoever produced it
@@ -53,6 +52,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--cpu-quota", type=float, help="CPUs the server may use (root)")
     parser.add_argument("--top", type=int, default=40, help="functions shown")
     parser.add_argument("--save", type=Path, help="keep the profile (pstats format) here")
+    parser.set_defaults(loop_lag=False)  # capacity.py's step, as its arguments say
     args = parser.parse_args()
     if args.tokens / args.rate - args.stagger_ms / 1000 * (args.sessions - 1) < 1.1:
         parser.error("every session must stream together for a second at least: more --tokens")
@@ -61,18 +61,7 @@ def _arguments() -> argparse.Namespace:
 
 async def _profiled_step(args: argparse.Namespace, path: Path) -> Step:
     async with paced_model_process(args.tokens, args.rate) as mock:
-        feeder = IngestFeeder(args.tokens, args.rate) if args.via == "ingest" else None
-        return await step(
-            args.sessions,
-            args.tokens,
-            Mock(mock.port, 0) if feeder else mock,
-            args.stagger_ms / 1000,
-            args.watch,
-            feeder=feeder,
-            rate=args.rate,
-            cpu_quota=args.cpu_quota,
-            profile=path,
-        )
+        return await _measuring(args, mock, args.tokens, profile=path)(args.sessions)
 
 
 def label(key: Key) -> str:

@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -31,7 +30,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from partwire.config import load_settings  # noqa: E402
 from partwire.runtime import Runtime  # noqa: E402
 from partwire.schema.input import SessionCreateInput  # noqa: E402
+from partwire.storage.batch import Together  # noqa: E402
 from partwire.storage.sqlite import SqliteStore  # noqa: E402
+from partwire.storage.writes import DeltaAppend, PartPut, Write  # noqa: E402
 
 DELTA_CHARS = 2048
 PREFIX_CHUNK = 512 * 1024
@@ -56,26 +57,31 @@ async def _text_run(runtime: Runtime, prefix_kb: int, deltas: int) -> float:
 
 
 class _Counter:
-    """Bytes of what is handed to the store: rows and their events."""
+    """Bytes of what is handed to the store: part rows and their events, text deltas.
+    Every write reaches the store's queue, whichever call made it (a batch, a delta)."""
 
     def __init__(self) -> None:
         self.bytes = 0
-        self._put_part = SqliteStore.put_part
-        self._append_delta = SqliteStore.append_delta
+        self._queue = SqliteStore._queue
 
     def install(self) -> None:
         counter = self
 
-        async def put_part(store: Any, part: Any, events: Any, **kw: Any) -> None:
-            counter.bytes += len(part.wire_json()) * (1 + len(events))
-            await counter._put_part(store, part, events, **kw)
+        def queue(store: SqliteStore, write: Write) -> None:
+            counter.bytes += _bytes_of(write)
+            counter._queue(store, write)
 
-        async def append_delta(store: Any, props: Any) -> None:
-            counter.bytes += len(props.delta)
-            await counter._append_delta(store, props)
+        SqliteStore._queue = queue  # type: ignore[method-assign]
 
-        SqliteStore.put_part = put_part  # type: ignore[method-assign]
-        SqliteStore.append_delta = append_delta  # type: ignore[method-assign]
+
+def _bytes_of(write: Write) -> int:
+    if isinstance(write, Together):
+        return sum(_bytes_of(one) for one in write.writes)
+    if isinstance(write, PartPut):
+        return len(write.part.wire_json()) * (1 + len(write.events))
+    if isinstance(write, DeltaAppend) and write.delta is not None:
+        return len(write.delta.delta)
+    return 0
 
 
 async def _args_run(runtime: Runtime, counter: _Counter, deltas: int) -> float:

@@ -371,6 +371,24 @@ async def test_ingest_bench_measures_deltas_after_a_long_text() -> None:
     assert all(float(r[2]) >= 0 for r in rows)
 
 
+async def test_recorder_bench_prints_cpu_after_each_prefix_and_bytes_per_argument_delta() -> None:
+    out = await run_bench(
+        "recorder.py", "--deltas", "200", "--prefix-kb", "20", "1024",
+        "--args-deltas", "10", "100", "--repeat", "1",
+    )  # fmt: skip
+    lines = out.splitlines()
+    at = lines.index(next(line for line in lines if line.strip().startswith("after text KB")))
+    assert [line.split()[:2] for line in lines[at + 1 : at + 3]] == [
+        ["20", "200"],
+        ["1,024", "200"],
+    ]
+    at = lines.index(next(line for line in lines if line.strip().startswith("arg deltas")))
+    rows = [line.split() for line in lines[at + 1 :]]
+    assert [r[0] for r in rows] == ["10", "100"]
+    # every argument delta reaches the store (batched part rows, not only the store's calls)
+    assert all(float(r[1].replace(",", "")) > 100 for r in rows)
+
+
 async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
     out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1,2")
     lines = out.splitlines()

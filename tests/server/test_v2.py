@@ -5,7 +5,9 @@ sessions as v1."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +418,63 @@ async def test_a_client_asks_through_the_sessions_rules(http: httpx.AsyncClient)
     assert later.json()["data"]["effect"] == "allow"
     empty = await http.post(url, json={"action": "bash", "resources": []})
     assert empty.status_code == 400
+
+
+def _stalled_v2(server: str, session_id: str) -> socket.socket:
+    """A raw client of the session's v2 event stream with a tiny receive buffer that asks
+    for the whole replay and never reads it."""
+    host, port = server.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(
+        f"GET /api/session/{session_id}/event HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    )
+    return sock
+
+
+async def _open_v2_streams(http: httpx.AsyncClient) -> float:
+    metrics = (await http.get("/metrics")).text
+    for line in metrics.splitlines():
+        if line.startswith('partwire_streams{transport="v2"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+async def test_a_stalled_v2_client_that_leaves_leaves_nothing_for_the_cycle_collector(
+    http: httpx.AsyncClient, server: str
+) -> None:
+    """What a v2 stream held for a client that stopped reading is freed when the client
+    goes, not kept in reference cycles (a cancelled send's traceback and frames) until a
+    full collection, which a server's thresholds make rare."""
+    session_id = (await http.post("/session", json={})).json()["id"]
+    body = {"parts": [{"type": "text", "text": "long 20000"}]}
+    assert (await http.post(f"/session/{session_id}/message", json=body)).status_code == 200
+    gc.collect()
+    gc.disable()
+    try:
+        stalled = await asyncio.to_thread(_stalled_v2, server, session_id)
+        for _ in range(250):
+            if await _open_v2_streams(http) == 1:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)  # the replay fills the socket's buffers and waits
+        stalled.close()
+        for _ in range(250):
+            if await _open_v2_streams(http) == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert await _open_v2_streams(http) == 0
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        held = [
+            len(ref)
+            for garbage in gc.garbage
+            for ref in gc.get_referents(garbage)
+            if isinstance(ref, str | bytes) and len(ref) > 50_000
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert held == []

@@ -29,6 +29,7 @@ from partwire.access import Actor, acting
 from partwire.bus import Subscription
 from partwire.runtime import Runtime
 from partwire.schema.event import Event
+from partwire.server.authorize import ends_when_revoked
 from partwire.storage.base import EventLogGap, Store
 
 REPLAY_PAGE = 500  # logged events framed as stored (GET /event): cheap, so pages are large
@@ -183,3 +184,16 @@ def counted(
             yield
         finally:
             runtime.quotas.close_stream(client, transport)
+
+
+@contextlib.contextmanager
+def watching_session(
+    runtime: Runtime, subscription: Subscription, session_id: str, client: str, transport: str
+) -> Iterator[None]:
+    """A stream of one session while it is open: ``counted`` as one of its watchers, and
+    ended (``subscription`` closed) once the caller may no longer read the session."""
+    with (
+        counted(runtime, client, transport, session_id),
+        ends_when_revoked(runtime, subscription, session_id),
+    ):
+        yield

@@ -25,14 +25,13 @@ from partwire.schema.event import Event
 from partwire.schema.input import PromptInput
 from partwire.schema.permission import PermissionReply
 from partwire.schema.session import Session
-from partwire.server.authorize import ends_when_revoked
 from partwire.server.cursor import (
     STREAM_HEADERS,
-    counted,
     item_id,
     live,
     parse_cursor,
     session_events,
+    watching_session,
 )
 from partwire.session.loop import leave_running
 
@@ -360,9 +359,8 @@ async def _respond(
     client: str,
 ) -> AsyncIterator[str]:
     try:
-        with (
-            counted(runtime, client, stream.view.transport, stream.session_id),
-            ends_when_revoked(runtime, subscription, stream.session_id),
+        with watching_session(
+            runtime, subscription, stream.session_id, client, stream.view.transport
         ):
             async for text in opening:
                 if text:

@@ -14,25 +14,22 @@ so that part numbers match; when the log no longer holds it, the stream starts o
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request
 
-from partwire.bus import Subscription
 from partwire.errors import BadRequestError
 from partwire.protocol import FRAME_EVENTS
 from partwire.runtime import Runtime
 from partwire.schema.event import Event, PartDeltaProps
-from partwire.server.authorize import ends_when_revoked
 from partwire.server.cursor import (
     STREAM_HEADERS,
-    counted,
     item_id,
     parse_cursor,
     resume_session,
+    watching_session,
 )
 from partwire.server.pushed import Opening, PushedStream
 from partwire.server.routes.scope import runtime_of
@@ -198,16 +195,6 @@ def _render(frames: SessionFrames, shape: Shape) -> Callable[[list[Event]], str]
     return render
 
 
-def _lifetime(
-    runtime: Runtime, subscription: Subscription, session_id: str, client: str
-) -> contextlib.ExitStack:
-    """Entered by the response for as long as it streams (not before it is sent)."""
-    stack = contextlib.ExitStack()
-    stack.enter_context(counted(runtime, client, "frames", session_id))
-    stack.enter_context(ends_when_revoked(runtime, subscription, session_id))
-    return stack
-
-
 @router.get(
     "/session/{sessionID}/stream",
     summary="One session as part frames (SSE, resumable)",
@@ -234,5 +221,5 @@ async def stream(request: Request, sessionID: str, parts: str | None = None) -> 
         heartbeat=lambda: ": heartbeat\n\n",
         heartbeat_s=runtime.settings.heartbeat_s,
         headers=STREAM_HEADERS,
-        lifetime=lambda: _lifetime(runtime, subscription, sessionID, client),
+        lifetime=lambda: watching_session(runtime, subscription, sessionID, client, "frames"),
     )  # closed (shutdown) or too far behind: the client resumes from its cursor

@@ -5,20 +5,20 @@ by ``protocol.v2events``."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import StreamingResponse
 
 from partwire.errors import BadRequestError
 from partwire.protocol.v2events import DURABLE_SOURCES, DurableEvents, seq_of
 from partwire.runtime import Runtime
 from partwire.schema.base import JSONObject
+from partwire.schema.event import Event
 from partwire.schema.session import Session
-from partwire.server.authorize import ends_when_revoked
-from partwire.server.cursor import STREAM_HEADERS, counted, live
+from partwire.server.cursor import STREAM_HEADERS, watching_session
 from partwire.server.cursor import session_events as session_log
+from partwire.server.pushed import Opening, PushedStream
 from partwire.server.routes.v2 import body
 from partwire.server.routes.v2_sessions import session_of
 from partwire.server.turnstream import History
@@ -97,27 +97,27 @@ async def session_events(request: Request, sessionID: str, after: str | None = N
         raise
     projection = DurableEvents(session.id, session.directory)
 
-    async def stream() -> AsyncIterator[str]:
-        try:
-            with (
-                counted(runtime, client, "v2", session.id),
-                ends_when_revoked(runtime, subscription, session.id),
-            ):
-                pending: list[str] = []  # the history is folded and sent a piece at a time
-                async for event in History(runtime, session.id, head, DURABLE_SOURCES):
-                    made = projection.durable(event)
-                    pending += [_frame(d) for d in made if seq_of(d) > start]
-                    if len(pending) >= HISTORY_PIECE:
-                        yield "".join(pending)
-                        pending.clear()
+    async def opening(opened: Opening) -> AsyncGenerator[str, None]:
+        """The history after ``start``, folded and sent a piece at a time."""
+        opened.sent = head
+        pending: list[str] = []
+        async for event in History(runtime, session.id, head, DURABLE_SOURCES):
+            pending += [_frame(d) for d in projection.durable(event) if seq_of(d) > start]
+            if len(pending) >= HISTORY_PIECE:
                 yield "".join(pending)
-                async for batch in live(subscription, runtime.settings.heartbeat_s, head):
-                    if batch is None:
-                        yield ": heartbeat\n\n"
-                        continue
-                    if text := "".join(_frame(d) for e in batch for d in projection.durable(e)):
-                        yield text
-        finally:
-            subscription.close()
+                pending.clear()
+        if pending:
+            yield "".join(pending)
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
+    def render(batch: list[Event]) -> str:
+        return "".join(_frame(d) for e in batch for d in projection.durable(e))
+
+    return PushedStream(
+        subscription=subscription,
+        opening=opening,
+        render=render,
+        heartbeat=lambda: ": heartbeat\n\n",
+        heartbeat_s=runtime.settings.heartbeat_s,
+        headers=STREAM_HEADERS,
+        lifetime=lambda: watching_session(runtime, subscription, session.id, client, "v2"),
+    )

@@ -15,6 +15,7 @@ from partwire.server.pushed import (
     SERVER_SEND,
     Opening,
     PushedStream,
+    SentStream,
     chunk_writer,
     keeping_server_send,
     render_each,
@@ -281,6 +282,65 @@ async def test_a_client_gone_during_the_opening_ends_the_replay_there() -> None:
     assert closed.is_set() and subscription.closed
     assert 0 < len(replayed) < 100  # the replay ended where the client went, not at its end
     assert len(client.bodies()) == len(replayed) - 1  # the frame made as it went: not sent
+
+
+async def _pieces_then_live(
+    subscription: Subscription, closed: asyncio.Event
+) -> AsyncGenerator[str, None]:
+    """A stream's pieces as a turn stream makes them: a replay, then live events."""
+    try:
+        yield "replayed\n\n"
+        async for event in subscription:
+            yield _frame(event)
+        yield "closing\n\n"
+    finally:
+        closed.set()
+
+
+async def test_a_sent_stream_sends_its_pieces_and_ends_with_them() -> None:
+    bus, client, closed = Bus(), Client(), asyncio.Event()
+    subscription = bus.subscribe_all()
+    stream = SentStream(_pieces_then_live(subscription, closed), subscription, {"X-A": "b"})
+    task = asyncio.create_task(stream({"type": "http"}, client.receive, client.send))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    bus.publish(_idle(1))
+    await asyncio.sleep(0.01)
+    subscription.close()  # shutdown, or a client too far behind: the pieces end
+    await asyncio.wait_for(task, 5)
+    assert client.bodies() == ["replayed\n\n", _frame(_idle(1)), "closing\n\n", ""]
+    assert client.messages[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert (b"x-a", b"b") in client.messages[0]["headers"]
+
+
+async def test_a_client_gone_while_a_sent_stream_waits_ends_it_without_a_cancel() -> None:
+    bus, client, closed = Bus(), Client(), asyncio.Event()
+    subscription = bus.subscribe_all()
+    stream = SentStream(_pieces_then_live(subscription, closed), subscription, {})
+    task = asyncio.create_task(stream({"type": "http"}, client.receive, client.send))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.bodies() == ["replayed\n\n"]  # and the pieces wait for a live event
+    client.gone.set()
+    await asyncio.wait_for(task, 5)
+    assert subscription.closed and closed.is_set()
+    assert not task.cancelled() and task.exception() is None
+    assert client.bodies() == ["replayed\n\n"]  # nothing after the client went
+
+
+async def test_a_client_gone_while_a_sent_streams_send_waits_gets_nothing_more() -> None:
+    bus, client, closed = Bus(), Client(), asyncio.Event()
+    subscription = bus.subscribe_all()
+    client.hold_next = True  # the replay's send waits: a full socket buffer
+    stream = SentStream(_pieces_then_live(subscription, closed), subscription, {})
+    task = asyncio.create_task(stream({"type": "http"}, client.receive, client.send))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    bus.publish(_idle(1))
+    client.gone.set()
+    await client.release()  # the waiting send returns as the connection closes
+    await asyncio.wait_for(task, 5)
+    assert closed.is_set() and client.bodies() == ["replayed\n\n"]
 
 
 class _Transport:

@@ -107,12 +107,8 @@ class PushedStream(Response):
         listening = asyncio.ensure_future(_disconnect(receive))
         try:
             opened = Opening()
-            async with contextlib.aclosing(self.opening(opened)) as opening:
-                async for text in opening:
-                    if listening.done():
-                        return  # the client went: nothing more can reach it
-                    await send(_body(text))
-            await self._live(listening, send, server_send, opened)
+            if await send_while_connected(self.opening(opened), listening, send):
+                await self._live(listening, send, server_send, opened)
         finally:
             listening.cancel()
 
@@ -134,6 +130,53 @@ class PushedStream(Response):
         if self.closing is not None and (text := self.closing(self.subscription, live.sent)):
             await send(_body(text))
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def send_while_connected(
+    pieces: AsyncGenerator[str, None], listening: asyncio.Future[None], send: Send
+) -> bool:
+    """Each piece sent, until the client goes (``listening`` done: nothing more can reach
+    it), when ``pieces`` is closed there. No task is cancelled for it: a send that waits
+    for a client that went returns (the ASGI server's) and the next piece is not made.
+    Whether every piece was sent."""
+    async with contextlib.aclosing(pieces):
+        async for text in pieces:
+            if listening.done():
+                return False
+            await send(_body(text))
+    return not listening.done()
+
+
+class SentStream(Response):
+    """A streamed response of ``pieces``, which wait for ``subscription``'s live events
+    between pieces; it ends when they end or the client goes. A client that goes closes
+    the subscription, which ends their wait; nothing is cancelled. (Starlette's
+    StreamingResponse cancels the stream's task instead: the cancelled send's traceback
+    keeps its frames, with the piece they held, in reference cycles until a full
+    collection, which a server's thresholds make rare, ``runner.SERVER_GC_THRESHOLDS``.)"""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        pieces: AsyncGenerator[str, None],
+        subscription: Subscription,
+        headers: dict[str, str],
+    ) -> None:
+        self.status_code, self.background = 200, None
+        self.init_headers(headers)  # no body: no content-length, as a streamed response
+        self.pieces = pieces
+        self.subscription = subscription
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        listening = asyncio.ensure_future(_disconnect(receive))
+        listening.add_done_callback(lambda _: self.subscription.close())
+        try:
+            if await send_while_connected(self.pieces, listening, send):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            listening.cancel()
 
 
 class _Live:

@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from partwire import ids
 from partwire.bus import Subscription
@@ -30,7 +30,7 @@ from partwire.schema.event import (
 from partwire.server.auth import principal_of
 from partwire.server.authorize import Visibility, check_session
 from partwire.server.cursor import STREAM_HEADERS, counted, log_pages, unsent
-from partwire.server.pushed import Opening, PushedStream, render_each
+from partwire.server.pushed import Opening, PushedStream, SentStream, render_each
 from partwire.storage.base import EventLogGap
 
 router = APIRouter()
@@ -192,7 +192,7 @@ async def stream_filtered(
     client: str | None,
     visibility: Visibility,
     watch: str | None = None,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """A stream that only carries what its caller may read (not an admin's): its live
     events are filtered by ``visibility``, which may have to read, so they are sent by the
     response's task (an admin's stream is a PushedStream)."""
@@ -228,9 +228,9 @@ async def _response(request: Request, frame: Framer) -> Response:
     subscription = runtime.bus.subscribe_all()
     last_id = request.headers.get("last-event-id") or request.query_params.get("lastEventID")
     if not visibility.everything:
-        return StreamingResponse(
+        return SentStream(
             stream_filtered(runtime, subscription, last_id, frame, client, visibility, watch),
-            media_type="text/event-stream",
+            subscription,
             headers=STREAM_HEADERS,
         )
     return PushedStream(

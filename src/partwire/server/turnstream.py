@@ -12,10 +12,8 @@ silently, so its state there is exact.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Generic, Protocol, TypeVar
-
-from fastapi.responses import StreamingResponse
 
 from partwire.bus import Subscription
 from partwire.errors import BadRequestError, NotFoundError
@@ -33,6 +31,7 @@ from partwire.server.cursor import (
     session_events,
     watching_session,
 )
+from partwire.server.pushed import SentStream
 from partwire.session.loop import leave_running
 
 Item = TypeVar("Item")
@@ -357,7 +356,7 @@ async def _respond(
     opening: Opening,
     sent: str | None,
     client: str,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     try:
         with watching_session(
             runtime, subscription, stream.session_id, client, stream.view.transport
@@ -383,13 +382,13 @@ def respond(
     opening: Opening | str,
     sent: str | None,
     client: str,
-) -> StreamingResponse:
+) -> SentStream:
     """Send ``opening`` (made while it is sent: a long turn is never one string), then the
     live events after ``sent`` until the turn ends or waits."""
     if isinstance(opening, str):
         opening = opening_of(opening)
-    return StreamingResponse(
+    return SentStream(
         _respond(runtime, subscription, stream, opening, sent, client),
-        media_type="text/event-stream",
+        subscription,
         headers={**STREAM_HEADERS, **stream.view.headers},
     )

@@ -142,6 +142,9 @@ async def test_live_events_go_to_the_servers_own_send_the_start_and_opening_thro
     assert scope[SERVER_SEND] == server.send
     server.gone.set()
     await task
+    # uvicorn's send is a method of the connection's cycle, which holds the scope: kept
+    # past the response, it would make every request a reference cycle
+    assert SERVER_SEND not in scope
 
 
 async def test_what_arrives_during_the_opening_follows_it_and_what_it_sent_is_skipped() -> None:

@@ -49,7 +49,10 @@ def keeping_server_send(app: ASGIApp) -> ASGIApp:
     async def kept(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope[SERVER_SEND] = send
-        await app(scope, receive, send)
+        try:
+            await app(scope, receive, send)
+        finally:  # the send's connection cycle holds the scope: no reference cycle
+            scope.pop(SERVER_SEND, None)
 
     return kept
 

@@ -15,20 +15,9 @@ from partwire.client.reducer import ClientState, reduce
 from partwire.config import Settings
 from partwire.server.app import create_app
 from partwire.server.runner import serve_in_background
+from tests.server.watch import stalled_sse
 
 LIMIT = 200
-
-
-def _stalled(url: str) -> socket.socket:
-    """A raw SSE connection with a tiny receive buffer that we then stop reading."""
-    host, port = url.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((host, int(port)))
-    sock.sendall(
-        f"GET /event HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode()
-    )
-    return sock
 
 
 def _read_all(sock: socket.socket) -> list[dict[str, Any]]:
@@ -52,7 +41,7 @@ async def test_a_stalled_client_gets_merged_deltas_while_others_get_every_one(
     tight = replace(settings, subscriber_queue=LIMIT)
     app = create_app(tight)
     async with serve_in_background(tight, app=app) as url, PartwireClient(url) as fast:
-        stalled = _stalled(url)
+        stalled = stalled_sse(url)
         events = fast.events()
         assert (await anext(events)).type == "server.connected"
         session = await fast.create_session()
@@ -87,7 +76,7 @@ async def test_a_client_that_falls_behind_on_unmergeable_events_is_told_to_reloa
 ) -> None:
     tight = replace(settings, subscriber_queue=50)
     async with serve_in_background(tight) as url, httpx.AsyncClient(base_url=url) as http:
-        stalled = _stalled(url)
+        stalled = stalled_sse(url)
         await asyncio.sleep(0.2)
         for _ in range(2_000):  # session.created events cannot be merged
             await http.post("/session", json={"title": "x" * 2000})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from partwire.config import Settings
 from partwire.server.runner import serve_in_background
 from tests.reference import document, validate_schema
+from tests.server.watch import stalled_sse
 
 CATALOG = [
     "/api/health", "/api/location", "/api/agent", "/api/command", "/api/skill", "/api/model",
@@ -420,19 +420,6 @@ async def test_a_client_asks_through_the_sessions_rules(http: httpx.AsyncClient)
     assert empty.status_code == 400
 
 
-def _stalled_v2(server: str, session_id: str) -> socket.socket:
-    """A raw client of the session's v2 event stream with a tiny receive buffer that asks
-    for the whole replay and never reads it."""
-    host, port = server.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((host, int(port)))
-    sock.sendall(
-        f"GET /api/session/{session_id}/event HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
-    )
-    return sock
-
-
 async def _open_v2_streams(http: httpx.AsyncClient) -> float:
     metrics = (await http.get("/metrics")).text
     for line in metrics.splitlines():
@@ -453,13 +440,15 @@ async def test_a_stalled_v2_client_that_leaves_leaves_nothing_for_the_cycle_coll
     gc.collect()
     gc.disable()
     try:
-        stalled = await asyncio.to_thread(_stalled_v2, server, session_id)
+        stalled_client = await asyncio.to_thread(
+            stalled_sse, server, f"/api/session/{session_id}/event"
+        )
         for _ in range(250):
             if await _open_v2_streams(http) == 1:
                 break
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.5)  # the replay fills the socket's buffers and waits
-        stalled.close()
+        stalled_client.close()
         for _ in range(250):
             if await _open_v2_streams(http) == 0:
                 break

@@ -1,9 +1,11 @@
-"""A background SSE reader for tests that check the exact events a client sees."""
+"""A background SSE reader for tests that check the exact events a client sees, and a
+stalled one that never reads."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -87,3 +89,16 @@ def describe(event: Event) -> str:
     if kind == "permission.replied":
         return f"permission.replied {props['reply']}"
     return kind
+
+
+def stalled_sse(url: str, path: str = "/event") -> socket.socket:
+    """A raw SSE connection to ``path`` with a tiny receive buffer that we then stop
+    reading."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
+    return sock

@@ -17,6 +17,10 @@ in the subscription's bounded queue, merged or ended with "too far behind" as be
 Under uvicorn even the send is skipped while it would only write (``chunk_writer``).
 The response's task only waits for the stream's end: the client gone, the subscription
 closed (shutdown, revoked access, a client too far behind), or a failed send.
+
+``SentStream`` is the plain kind, whose task sends every piece: for a turn stream (it
+ends with its turn) and a filtered ``/event`` (its live events need an await). Neither
+cancels a task when the client goes (design 8d).
 """
 
 from __future__ import annotations

@@ -447,6 +447,7 @@ async def test_a_stalled_v2_client_that_leaves_leaves_nothing_for_the_cycle_coll
             if await _open_v2_streams(http) == 1:
                 break
             await asyncio.sleep(0.02)
+        assert await _open_v2_streams(http) == 1
         await asyncio.sleep(0.5)  # the replay fills the socket's buffers and waits
         stalled_client.close()
         for _ in range(250):

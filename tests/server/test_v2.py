@@ -428,6 +428,15 @@ async def _open_v2_streams(http: httpx.AsyncClient) -> float:
     return 0.0
 
 
+async def _v2_streams_become(http: httpx.AsyncClient, count: int) -> float:
+    """The open v2 streams, once they are ``count`` (or after 5 s)."""
+    for _ in range(250):
+        if (now := await _open_v2_streams(http)) == count:
+            return now
+        await asyncio.sleep(0.02)
+    return await _open_v2_streams(http)
+
+
 async def test_a_stalled_v2_client_that_leaves_leaves_nothing_for_the_cycle_collector(
     http: httpx.AsyncClient, server: str
 ) -> None:
@@ -443,18 +452,10 @@ async def test_a_stalled_v2_client_that_leaves_leaves_nothing_for_the_cycle_coll
         stalled_client = await asyncio.to_thread(
             stalled_sse, server, f"/api/session/{session_id}/event"
         )
-        for _ in range(250):
-            if await _open_v2_streams(http) == 1:
-                break
-            await asyncio.sleep(0.02)
-        assert await _open_v2_streams(http) == 1
+        assert await _v2_streams_become(http, 1) == 1
         await asyncio.sleep(0.5)  # the replay fills the socket's buffers and waits
         stalled_client.close()
-        for _ in range(250):
-            if await _open_v2_streams(http) == 0:
-                break
-            await asyncio.sleep(0.02)
-        assert await _open_v2_streams(http) == 0
+        assert await _v2_streams_become(http, 0) == 0
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
         held = [

@@ -225,3 +225,32 @@ def test_the_per_token_models_written_by_hand_match_their_serialization(text: st
     assert frame.wire_json() == frame.model_dump_json(exclude_none=True)
     tool = PartDelta(message_id="msg_1", part_index=1, args_delta='{"a"')
     assert tool.wire_json() == tool.model_dump_json(exclude_none=True)
+
+
+def test_a_streamed_delta_made_without_validation_is_the_validated_model() -> None:
+    """``PartDeltaProps.streamed`` skips validation (one is made per token): what it makes
+    is equal to the validated model, serializes and copies as it does, and each has its
+    own set of fields set (a copy's update must not reach another delta's)."""
+    made = PartDeltaProps.streamed("ses_1", "msg_1", "prt_1", "w1 ")
+    validated = PartDeltaProps(
+        session_id="ses_1", message_id="msg_1", part_id="prt_1", field="text", delta="w1 "
+    )
+    assert made == validated and repr(made) == repr(validated)
+    assert (
+        made.wire()
+        == validated.wire()
+        == {
+            "sessionID": "ses_1",
+            "messageID": "msg_1",
+            "partID": "prt_1",
+            "field": "text",
+            "delta": "w1 ",
+        }
+    )
+    assert made.wire_json() == validated.model_dump_json(exclude_none=True)
+    assert made.model_fields_set == validated.model_fields_set
+    merged = made.model_copy(update={"delta": "w1 w2 "})
+    assert merged.delta == "w1 w2 " and made.delta == "w1 " and merged.part_id == "prt_1"
+    other = PartDeltaProps.streamed("ses_1", "msg_1", "prt_1", "w2 ", field="reasoning")
+    assert other.field == "reasoning"
+    assert other.model_fields_set is not made.model_fields_set

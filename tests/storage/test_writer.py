@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from partwire import ids
+from partwire import ids, metrics
 from partwire.schema.event import Event, MessagePartDelta, PartDeltaProps
 from partwire.storage.postgres import SHARED_SPACING_S
 from partwire.storage.writer import (
@@ -113,10 +113,12 @@ class _Log:
 
     def __init__(self) -> None:
         self.ids: list[str] = []
+        self.events: list[Event] = []
         self.arrived = asyncio.Event()
 
     def deliver(self, batch: list[Write], events: list[Event]) -> None:
         self.ids += [event.id for event in events]
+        self.events += events
         for write in batch:
             if write.future is not None and not write.future.done():
                 write.future.set_result(None)
@@ -289,5 +291,76 @@ async def test_deltas_due_by_their_timer_commit_on_the_loop_whatever_the_clock_s
     assert len(log.ids) == 1  # waiting for the spacing
     await log.until(2)
     assert writer.commits_here == here + 1
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_a_lone_delta_is_logged_as_a_batch_of_one_would_be(tmp_path: Path) -> None:
+    """The loop's short way for a lone delta writes the row, the event and the counts the
+    general way writes for it: the payload is the properties' JSON, the event's id is its
+    sequence number's, and the commit is counted."""
+    log = _Log()
+    writer = await _started(tmp_path / "log.sqlite", log, inline=True)
+    deltas, batches = metrics.COUNTS.deltas, writer.batches
+    write = _delta(1)
+    writer.submit(write)
+    assert write.delta is not None and writer.commits_here == 1
+    ctx = WriteContext(_log_db(tmp_path / "other.sqlite"), 1, 0)
+    ctx.log(MessagePartDelta(write.delta))
+    assert [(e.id, e.type, e.json) for e in log.events] == [
+        (ctx.events[0].id, ctx.events[0].type, ctx.events[0].json)
+    ]
+    assert log.ids == [ids.logged_event_id(1, 1)] and writer.last_seq == 1
+    with sqlite3.connect(tmp_path / "log.sqlite") as check:
+        rows = check.execute("SELECT seq, type, payload FROM event_log").fetchall()
+    check.close()
+    assert rows == [(1, "message.part.delta", write.delta.wire_json())]
+    assert metrics.COUNTS.deltas == deltas + 1 and writer.batches == batches + 1
+    writer.hand_over()
+    await asyncio.to_thread(writer.stop)
+
+
+async def test_a_lone_delta_the_loop_cannot_commit_goes_the_general_way(tmp_path: Path) -> None:
+    """Another process holds SQLite's write lock: the lone delta's commit fails at once on
+    the loop and the thread commits it once the lock is free. A delta whose statement
+    fails (here a trigger refuses it) is reported to ``lost`` and leaves no gap in the log."""
+    path = tmp_path / "log.sqlite"
+    conn = _log_db(path)
+    conn.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON event_log WHEN NEW.payload LIKE '%boom%' "
+        "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    conn.commit()
+    log, lost, reported = _Log(), list[BaseException](), asyncio.Event()
+
+    def report(exc: BaseException) -> None:
+        lost.append(exc)
+        reported.set()
+
+    writer = Writer(lambda: conn, inline=True)
+    writer.start(asyncio.get_running_loop(), log.deliver, epoch=1, last_seq=0, lost=report)
+    first = Write(future=asyncio.get_running_loop().create_future())
+    writer.submit(first)
+    assert first.future is not None
+    await first.future
+    writer.commits_here = 0
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    writer.submit(_delta(1))
+    await asyncio.sleep(0.1)
+    assert log.ids == [] and writer.commits_here == 0  # the thread waits for the lock
+    holder.execute("ROLLBACK")
+    holder.close()
+    await log.until(1)
+    assert _seqs(path) == [1] and writer.commits_here == 0
+    await asyncio.sleep(0.01)  # past the spacing: the next delta is lone again
+    props = PartDeltaProps.streamed("ses_1", "msg_1", "prt_1", "boom")
+    writer.submit(DeltaAppend(delta=props))
+    await asyncio.wait_for(reported.wait(), 5)
+    assert "refused" in str(lost[0]) and _seqs(path) == [1]
+    await asyncio.sleep(0.01)
+    writer.submit(_delta(3))
+    await log.until(2)
+    assert _seqs(path) == [1, 2] and log.ids[-1] == ids.logged_event_id(1, 2)
     writer.hand_over()
     await asyncio.to_thread(writer.stop)

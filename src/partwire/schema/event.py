@@ -256,6 +256,32 @@ class PartDeltaProps(WireModel):
     field: str
     delta: str
 
+    @classmethod
+    def streamed(
+        cls, session_id: str, message_id: str, part_id: str, delta: str, field: str = "text"
+    ) -> PartDeltaProps:
+        """One streamed token's properties, made without validation (the way
+        ``model_construct`` makes a model, without its per-field Python): the ids are a
+        stored part's and the delta is decoded text, all str already. Validating made
+        one of these cost a paced token about 25 µs with the CPU's caches cold (after a
+        10 ms pause), against about 5 µs this way."""
+        props = _new_model(cls)
+        _set_attribute(
+            props,
+            "__dict__",
+            {
+                "session_id": session_id,
+                "message_id": message_id,
+                "part_id": part_id,
+                "field": field,
+                "delta": delta,
+            },
+        )
+        _set_attribute(props, "__pydantic_fields_set__", set(_DELTA_FIELDS))
+        _set_attribute(props, "__pydantic_extra__", None)
+        _set_attribute(props, "__pydantic_private__", None)
+        return props
+
     def wire_json(self) -> str:
         """Written directly (one is logged per token); the same text as the model's own
         serialization."""
@@ -264,6 +290,11 @@ class PartDeltaProps(WireModel):
             f'"messageID":{json_string(self.message_id)},"partID":{json_string(self.part_id)},'
             f'"field":{json_string(self.field)},"delta":{json_string(self.delta)}}}'
         )
+
+
+_new_model = PartDeltaProps.__new__
+_set_attribute = object.__setattr__
+_DELTA_FIELDS = frozenset(PartDeltaProps.model_fields)
 
 
 class PartRef(WireModel):

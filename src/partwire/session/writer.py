@@ -245,13 +245,7 @@ class MessageWriter:
         next: most tokens are one call, not a coroutine."""
         part = self.builder.stored_part(index)  # as stored: joining the text is O(text)
         waiting = self.store.append_delta(
-            PartDeltaProps(
-                session_id=part.session_id,
-                message_id=part.message_id,
-                part_id=part.id,
-                field="text",
-                delta=delta,
-            )
+            PartDeltaProps.streamed(part.session_id, part.message_id, part.id, delta)
         )
         pending = self._pending.get(index, 0) + len(delta)
         if not flush_due(pending, self._flushed.get(index, 0)):

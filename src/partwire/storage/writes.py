@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from partwire import ids
-from partwire.schema.base import Tokens
+from partwire.schema.base import Tokens, WireModel
 from partwire.schema.event import (
     Draft,
     Event,
@@ -33,6 +33,7 @@ _INSERT = {
     n: "INSERT INTO event_log (seq, type, payload) VALUES " + ",".join(["(?,?,?)"] * n)
     for n in _ROW_CHUNKS
 }
+ONE_ROW_INSERT = _INSERT[1]
 
 # The log's retention is kept by prunes of at most this many of its oldest rows (a few ms
 # of SQLite's work on a small VM, about 0.6 µs a row): deltas committed with a prune wait
@@ -48,6 +49,14 @@ LOG_BOUNDS_SQL = "SELECT (SELECT MIN(seq) FROM event_log), (SELECT MAX(seq) FROM
 # the oldest delta a streaming part's row still needs; the condition lets the partial
 # index part_streaming (migration 9) serve it
 STREAMING_FLOOR_SQL = "SELECT MIN(delta_seq) FROM part WHERE delta_seq IS NOT NULL"
+
+
+def logged_event(epoch: int, seq: int, event_type: str, properties: WireModel) -> tuple[str, Event]:
+    """The event logged as the log's row ``seq`` (its id is that sequence number's), and
+    the row's payload: the properties' JSON."""
+    event_id = ids.logged_event_id(epoch, seq)
+    body = properties.wire_json()
+    return body, Event(event_id, event_type, properties, event_json(event_id, event_type, body))
 
 
 class WriteContext:
@@ -66,12 +75,10 @@ class WriteContext:
         a 1 KiB page, so a paced stream's commit mostly rewrites one page. The row is
         inserted by ``insert_rows``, before the transaction commits."""
         seq = self.last_seq + 1
-        event_id = ids.logged_event_id(self.epoch, seq)
-        body = draft.properties.wire_json()
+        body, event = logged_event(self.epoch, seq, draft.type, draft.properties)
         self.rows += (seq, draft.type, body)
         self.last_seq = seq
-        json = event_json(event_id, draft.type, body)
-        self.events.append(Event(event_id, draft.type, draft.properties, json))
+        self.events.append(event)
 
     def insert_rows(self, notices: Sequence[tuple[str, str]] = ()) -> None:
         """The rows logged since the last call; on Postgres in one statement, which also

@@ -138,6 +138,11 @@ async def log_pages(store: Store, after: str) -> AsyncIterator[list[Event]]:
 def unsent(batch: list[Event], sent: str | None) -> tuple[list[Event], str | None]:
     """The events of ``batch`` after ``sent`` (events announced unlogged always are), and
     the place in the log to go on from."""
+    if len(batch) == 1:  # the usual live batch (a paced token): without the loops below
+        event = batch[0]
+        if not event.in_log:
+            return batch, sent
+        return (batch, event.id) if sent is None or event.id > sent else ([], sent)
     fresh = [e for e in batch if not e.in_log or sent is None or e.id > sent]
     for event in reversed(fresh):
         if event.in_log:

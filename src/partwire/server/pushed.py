@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from types import CoroutineType
 from typing import Any
 
@@ -336,7 +336,9 @@ def _body(text: str) -> Message:
 def render_each(frame: Callable[[Event], str]) -> Render:
     """A renderer that frames each event on its own and joins them."""
 
-    def render(events: Iterable[Event]) -> str:
-        return "".join(frame(event) for event in events)
+    def render(events: Sequence[Event]) -> str:
+        if len(events) == 1:  # the usual live batch (a paced token)
+            return frame(events[0])
+        return "".join([frame(event) for event in events])
 
     return render

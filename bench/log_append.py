@@ -12,7 +12,12 @@ of sleep before each commit (a paced token wakes a cooled CPU; 0 is back to back
   synchronous=NORMAL), BEGIN and COMMIT around the statements partwire's writer uses
   (storage/writes.py: up to 64 rows a statement);
 - ``partwire log``: a database made by partwire's own migrations, its writer's
-  connection (storage/sqlite.py), the same statements in its writer's transaction.
+  connection (storage/sqlite.py), the same statements in its writer's transaction: a
+  lone row between its own BEGIN and COMMIT, as the writer commits a paced token
+  (``Writer._commit_delta``), more rows in ``with conn``, as it commits a batch;
+- ``implicit BEGIN``: the same log, every commit in ``with conn`` alone, as the writer
+  committed a lone row before: sqlite3 issues the BEGIN before the first INSERT, and
+  the COMMIT at the block's end, each parsed anew (its own statements are kept prepared).
 
 With ``--against``, a third: a database made by another build's migrations (run in a
 subprocess with that ``src`` first on its path), written the same way: this build's schema
@@ -20,8 +25,8 @@ against that one's, in one process (figures taken in separate processes minutes 
 differ by more than most schema changes save).
 
 Each round runs every variant, in rotating order, for each size and gap; the table shows
-each one's median µs per commit and partwire over the bare table (and over the other
-build's log).
+each one's median µs per commit and partwire over the bare table, over the implicit
+BEGIN (and over the other build's log).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from stream import aligned
 PAYLOAD = '{"sessionID":"ses_1","messageID":"msg_1","partID":"prt_1","field":"text","delta":"w "}'
 Commit = Callable[[int, int], None]  # (first seq, rows)
 OTHER = "other build's log"
+IMPLICIT = "implicit BEGIN"
 
 
 def bare_table(path: Path) -> Commit:
@@ -80,14 +86,19 @@ def made_by(src: Path, path: Path) -> Path:
     return path
 
 
-def partwire_log(path: Path, migrated: bool = False) -> Commit:
+def partwire_log(path: Path, migrated: bool = False, implicit: bool = False) -> Commit:
     conn = _connect_writer(path)
     if not migrated:
         migrate(conn)
 
     def commit(first: int, rows: int) -> None:
         with conn:
-            _append(conn, first, rows)
+            if rows == 1 and not implicit:
+                conn.execute("BEGIN")
+                _append(conn, first, rows)
+                conn.execute("COMMIT")
+            else:
+                _append(conn, first, rows)
 
     return commit
 
@@ -139,6 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="partwire-log-append-") as tmp:
         variants = {"bare table": bare_table(Path(tmp) / "bare.db")}
         variants["partwire log"] = partwire_log(Path(tmp) / "partwire.db")
+        variants[IMPLICIT] = partwire_log(Path(tmp) / "implicit.db", implicit=True)
         if args.against is not None:
             other = made_by(args.against.resolve(), Path(tmp) / "other.db")
             variants[OTHER] = partwire_log(other, migrated=True)
@@ -177,7 +189,7 @@ def table(
     rows_list: list[int],
     gaps_ms: list[float],
 ) -> list[tuple[str, ...]]:
-    ratios = ["bare table"] + ([OTHER] if OTHER in names else [])
+    ratios = ["bare table", IMPLICIT] + ([OTHER] if OTHER in names else [])
     lines: list[tuple[str, ...]] = [
         ("rows", "gap ms", *names, *(f"partwire / {name}" for name in ratios))
     ]

@@ -474,12 +474,13 @@ async def test_log_append_bench_prints_each_size_and_gap_against_another_build()
     lines = out.splitlines()
     assert lines[0].endswith("medians of 2 rounds of 5 commits")
     header = re.split(r"\s{2,}", lines[1].strip())
-    logs = ["bare table", "partwire log", "other build's log"]
-    assert header == ["rows", "gap ms", *logs, "partwire / bare table", f"partwire / {logs[2]}"]
+    logs = ["bare table", "partwire log", "implicit BEGIN", "other build's log"]
+    ratios = [f"partwire / {logs[0]}", f"partwire / {logs[2]}", f"partwire / {logs[3]}"]
+    assert header == ["rows", "gap ms", *logs, *ratios]
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
     assert [row[:2] for row in rows] == [["1", "0"], ["4", "0"]]
-    assert all(float(us) > 0 for row in rows for us in row[2:5])
-    assert all(cell.endswith("x") and float(cell[:-1]) > 0 for row in rows for cell in row[5:])
+    assert all(float(us) > 0 for row in rows for us in row[2:6])
+    assert all(cell.endswith("x") and float(cell[:-1]) > 0 for row in rows for cell in row[6:])
 
 
 async def test_log_append_bench_refuses_a_folder_without_partwire(tmp_path: Path) -> None:

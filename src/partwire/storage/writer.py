@@ -193,7 +193,8 @@ class Writer:
         event, or None when that failed (nothing was written). BEGIN and COMMIT are
         statements of their own, which sqlite3 keeps prepared: the BEGIN it issues by
         itself before an INSERT, and the COMMIT of ``with conn``, are parsed anew each
-        time, about 20 µs more a commit with the CPU's caches cold (bench/log_append.py)."""
+        time, tens of µs more a commit with the CPU's caches cold (bench/log_append.py's
+        "implicit BEGIN")."""
         assert self._conn is not None
         seq = self.last_seq + 1
         body, event = logged_event(self.epoch, seq, MessagePartDelta.type, delta)

@@ -138,16 +138,15 @@ async def log_pages(store: Store, after: str) -> AsyncIterator[list[Event]]:
 def unsent(batch: list[Event], sent: str | None) -> tuple[list[Event], str | None]:
     """The events of ``batch`` after ``sent`` (events announced unlogged always are), and
     the place in the log to go on from."""
-    if len(batch) == 1:  # the usual live batch (a paced token): without the loops below
-        event = batch[0]
+    fresh: list[Event] = []
+    place = sent
+    for event in batch:
         if not event.in_log:
-            return batch, sent
-        return (batch, event.id) if sent is None or event.id > sent else ([], sent)
-    fresh = [e for e in batch if not e.in_log or sent is None or e.id > sent]
-    for event in reversed(fresh):
-        if event.in_log:
-            return fresh, event.id
-    return fresh, sent
+            fresh.append(event)
+        elif sent is None or event.id > sent:
+            fresh.append(event)
+            place = event.id  # the last logged event taken
+    return fresh, place
 
 
 async def live(

@@ -209,7 +209,7 @@ class Writer:
             return None
         self.last_seq = seq
         metrics.count_commit(1, 1, time.perf_counter() - started)
-        self._note_commit(1, 1 + len(event.json) // 1000)
+        self._note_commit(1, len(event.json))
         return event
 
     def _hand_over_due(self) -> None:
@@ -338,15 +338,16 @@ class Writer:
         except queue.Empty:
             return _EMPTY
 
-    def _note_commit(self, deltas: int, pages: int) -> None:
-        """A batch committed, with ``deltas`` deltas, about ``pages`` WAL pages long."""
+    def _note_commit(self, deltas: int, json_chars: int) -> None:
+        """A batch committed, with ``deltas`` deltas, its events' JSON this long: about a
+        1 KiB WAL page per 1,000 characters (at least one)."""
         self.batches += 1
         if deltas:
             self._last_delta_commit = time.monotonic()
             self.spacing_s = self._spacings[deltas >= LOADED_DELTAS]
         if self.checkpointer is None:
             return
-        self._pages_since_checkpoint += pages
+        self._pages_since_checkpoint += 1 + json_chars // 1000
         if self._pages_since_checkpoint >= CHECKPOINT_PAGES:
             self._pages_since_checkpoint = 0
             self.checkpointer.request()
@@ -418,7 +419,7 @@ class Writer:
         here: bool,
     ) -> None:
         self.last_seq = ctx.last_seq
-        self._note_commit(_deltas(batch), _pages(ctx.events))
+        self._note_commit(_deltas(batch), sum([len(event.json) for event in ctx.events]))
         assert self._loop is not None and self._deliver is not None
         call = _call_now if here else self._to_tell
         for write, exc in failed:
@@ -458,11 +459,6 @@ def locked(exc: BaseException) -> bool:
     """Another connection held SQLite's lock past the busy timeout."""
     text = str(exc)
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
-
-
-def _pages(events: list[Event]) -> int:
-    """About how many 1 KiB WAL pages a commit of these events appended (at least one)."""
-    return 1 + sum([len(event.json) for event in events]) // 1000
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:

@@ -36,7 +36,9 @@ def _chunked(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-def _sse(item: dict[str, object]) -> bytes:
+def sse_chunk(item: dict[str, object]) -> bytes:
+    """One chunk of the answer as it goes on the wire: a chunked-encoding chunk of one
+    server-sent event (bench/floor.py's model sends the same bytes)."""
     return _chunked(f"data: {json.dumps(item)}\n\n".encode())
 
 
@@ -56,10 +58,10 @@ class Paced:
         chunked-encoding chunk, the n-th streaming the n-th word)."""
         request = json.loads(body or b"{}")
         if is_title_request(request):
-            return [], [b"".join(_sse(item) for item in text(MOCK_TITLE))]
+            return [], [b"".join(sse_chunk(item) for item in text(MOCK_TITLE))]
         self.requests += 1
         words = [f"r{self.requests}w{i} " for i in range(self.tokens)]
-        return words, [_sse(item) for item in text(*words)]
+        return words, [sse_chunk(item) for item in text(*words)]
 
     def sent_json(self) -> bytes:
         sent, self.sent = self.sent, {}

@@ -2,11 +2,15 @@
 
     python bench/floor.py [--deltas 2000] [--delay-ms 1,5,10] [--no-partwire] [--rounds 1]
 
-Three processes on loopback. A model process writes one SSE chunk every ``--delay-ms``.
-A relay process (uvloop, an asyncio protocol, as the server runs) takes each chunk,
-``json.loads`` it and then, per variant:
+Three processes on loopback. A model process streams an HTTP response, one chunk every
+``--delay-ms``: the bytes partwire's mock model sends (an OpenAI chunk of one word, one
+server-sent event in a chunked-encoding chunk). A relay process (uvloop, an asyncio
+protocol, as the server runs) parses the response (httptools), ``json.loads`` each event,
+makes the delta's properties and event JSON as partwire's wire has them (ids of its
+length), and then, per variant:
 
-- ``relay``: writes a frame to the client at once (two socket wake-ups a delta);
+- ``relay``: writes the event to the client at once, a server-sent event in a chunk
+  (two socket wake-ups a delta);
 - ``inline commit``: first inserts a row and commits it (SQLite WAL, 1 KiB pages,
   synchronous=NORMAL) on the loop's own thread, then writes the frame;
 - ``writer thread``: hands the row to a thread that commits it and calls back into the
@@ -45,10 +49,17 @@ import threading
 import time
 from pathlib import Path
 
+import httptools
+
+from partwire import ids
 from partwire.storage.cpu import CpuFollower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.providers: the mock's chunks
 
+from tests.providers.mock_openai import chunk
+
+from _mock_paced import HEAD, sse_chunk
 from _processes import cpu_s, paced_model
 from capacity import step
 from stream import aligned
@@ -59,11 +70,16 @@ VARIANTS = ("relay", "inline commit", "writer thread", "writer follows")
 def model(port: int, deltas: int, delay_s: float) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(HEAD)
         time.sleep(0.5)  # the relay measures from here
         for n in range(deltas):
-            chunk = {"choices": [{"index": 0, "delta": {"content": f"w{n} "}}]}
-            sock.sendall(f"data: {json.dumps(chunk)}\n\n".encode())
+            sock.sendall(model_chunk(f"r1w{n} "))  # the mock's n-th word of its first answer
             time.sleep(delay_s)
+
+
+def model_chunk(word: str) -> bytes:
+    """The chunk of one word, as partwire's mock model (bench/_mock_paced.py) sends it."""
+    return sse_chunk(chunk({"content": word}))
 
 
 def client(port: int, deltas: int) -> None:
@@ -85,46 +101,67 @@ def _database(path: str) -> sqlite3.Connection:
     return conn
 
 
+# a delta's ids, of the length partwire's are
+IDS = {"sessionID": ids.session_id(), "messageID": ids.message_id(), "partID": ids.part_id()}
+EPOCH = ids.log_epoch()
+
+
+def delta_event(seq: int, delta: str) -> tuple[str, str]:
+    """The delta's properties JSON (the log's row) and its event JSON (the frame's data),
+    as partwire's wire has them."""
+    properties = json.dumps({**IDS, "field": "text", "delta": delta}, separators=(",", ":"))
+    event_id = ids.logged_event_id(EPOCH, seq)
+    return (
+        properties,
+        f'{{"id":"{event_id}","type":"message.part.delta","properties":{properties}}}',
+    )
+
+
 class Relay(asyncio.Protocol):
     def __init__(self, variant: str, out: asyncio.Transport, conn: sqlite3.Connection) -> None:
         self.variant, self.out, self.conn = variant, out, conn
+        self.parser = httptools.HttpResponseParser(self)
         self.pending, self.seq = b"", 0
         self.loop = asyncio.get_running_loop()
-        self.rows: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self.rows: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
         self.cpu = CpuFollower()
         if variant.startswith("writer"):
             threading.Thread(target=self._writer, daemon=True).start()
 
     def data_received(self, data: bytes) -> None:
-        events = (self.pending + data).split(b"\n\n")
+        self.parser.feed_data(data)
+
+    def on_body(self, body: bytes) -> None:
+        events = (self.pending + body).split(b"\n\n")
         self.pending = events.pop()
         for event in events:
             delta = json.loads(event[6:].decode())["choices"][0]["delta"]["content"]
             self.seq += 1
-            payload = json.dumps({"partID": "prt_1", "field": "text", "delta": delta})
+            properties, event_json = delta_event(self.seq, delta)
             if self.variant == "relay":
-                self._publish(payload)
+                self._publish(event_json)
             elif self.variant == "inline commit":
-                self._commit(self.seq, payload)
-                self._publish(payload)
+                self._commit(self.seq, properties)
+                self._publish(event_json)
             else:
                 if self.variant == "writer follows":
                     self.cpu.note()
-                self.rows.put((self.seq, payload))
+                self.rows.put((self.seq, properties, event_json))
 
-    def _commit(self, seq: int, payload: str) -> None:
+    def _commit(self, seq: int, properties: str) -> None:
         self.conn.execute("BEGIN")
-        self.conn.execute("INSERT INTO log VALUES (?, ?)", (seq, payload))
+        self.conn.execute("INSERT INTO log VALUES (?, ?)", (seq, properties))
         self.conn.execute("COMMIT")
 
     def _writer(self) -> None:
         while (row := self.rows.get()) is not None:
             self.cpu.follow()
-            self._commit(*row)
-            self.loop.call_soon_threadsafe(self._publish, row[1])
+            self._commit(row[0], row[1])
+            self.loop.call_soon_threadsafe(self._publish, row[2])
 
-    def _publish(self, payload: str) -> None:
-        self.out.write(f"data: {payload}\n\n".encode())
+    def _publish(self, event_json: str) -> None:
+        frame = f"data: {event_json}\n\n".encode()
+        self.out.write(b"%x\r\n%b\r\n" % (len(frame), frame))
 
 
 async def relay(variant: str, deltas: int, delay_s: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -12,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from partwire import processes
+from partwire import ids, processes
+from partwire.schema.event import PartDeltaProps
 from partwire.storage import sqlite
 from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
@@ -390,7 +392,8 @@ async def test_recorder_bench_prints_cpu_after_each_prefix_and_bytes_per_argumen
 
 
 async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
-    out = await run_bench("floor.py", "--deltas", "100", "--delay-ms", "1,2")
+    # enough deltas that partwire's CPU spans several of /proc's 10 ms ticks
+    out = await run_bench("floor.py", "--deltas", "400", "--delay-ms", "1,2")
     lines = out.splitlines()
     assert re.split(r"\s{2,}", lines[1].strip()) == ["variant", "1 ms apart", "2 ms apart"]
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
@@ -412,6 +415,23 @@ async def test_floor_bench_shows_medians_and_each_rounds_ratio() -> None:
     assert ratio is not None, rows[-1]
     median, first, second = (float(x) for x in ratio.groups())
     assert abs(median - (first + second) / 2) <= 0.1  # each shown to a tenth
+
+
+def test_floor_reads_the_mock_models_bytes_and_writes_partwires_event() -> None:
+    """The floor does partwire's work on the same bytes: the paced mock model's chunk in,
+    a message.part.delta event of partwire's wire shape out (its row: the properties)."""
+    floor = _bench_module("floor")
+    paced = _bench_module("_mock_paced").Paced(tokens=3, rate=100)
+    words, chunks = paced.answer(b"{}")
+    assert floor.model_chunk(words[2]) == chunks[2]  # the first chunk also names the role
+    properties, event_json = floor.delta_event(7, "w2 ")
+    event = json.loads(event_json)
+    assert event["type"] == "message.part.delta"
+    assert ids.logged_event_seq(event["id"], floor.EPOCH) == 7
+    assert json.loads(properties) == event["properties"]
+    props = PartDeltaProps.model_validate(event["properties"])
+    assert props.wire_json() == properties
+    assert props.delta == "w2 "
 
 
 async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:

@@ -32,17 +32,18 @@ from tests.providers.titles import MOCK_TITLE, is_title_request
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
 
-def _chunked(data: bytes) -> bytes:
+def chunked(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked-encoding body."""
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 def sse_chunk(item: dict[str, object]) -> bytes:
     """One chunk of the answer as it goes on the wire: a chunked-encoding chunk of one
     server-sent event (bench/floor.py's model sends the same bytes)."""
-    return _chunked(f"data: {json.dumps(item)}\n\n".encode())
+    return chunked(f"data: {json.dumps(item)}\n\n".encode())
 
 
-DONE = _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+DONE = chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
 
 

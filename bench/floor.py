@@ -52,6 +52,7 @@ from pathlib import Path
 import httptools
 
 from partwire import ids
+from partwire.schema.event import MessagePartDelta, event_json
 from partwire.storage.cpu import CpuFollower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.providers:
 
 from tests.providers.mock_openai import chunk
 
-from _mock_paced import HEAD, sse_chunk
+from _mock_paced import HEAD, chunked, sse_chunk
 from _processes import cpu_s, paced_model
 from capacity import step
 from stream import aligned
@@ -111,10 +112,7 @@ def delta_event(seq: int, delta: str) -> tuple[str, str]:
     as partwire's wire has them."""
     properties = json.dumps({**IDS, "field": "text", "delta": delta}, separators=(",", ":"))
     event_id = ids.logged_event_id(EPOCH, seq)
-    return (
-        properties,
-        f'{{"id":"{event_id}","type":"message.part.delta","properties":{properties}}}',
-    )
+    return properties, event_json(event_id, MessagePartDelta.type, properties)
 
 
 class Relay(asyncio.Protocol):
@@ -134,19 +132,19 @@ class Relay(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         events = (self.pending + body).split(b"\n\n")
         self.pending = events.pop()
-        for event in events:
-            delta = json.loads(event[6:].decode())["choices"][0]["delta"]["content"]
+        for raw in events:
+            delta = json.loads(raw[6:].decode())["choices"][0]["delta"]["content"]
             self.seq += 1
-            properties, event_json = delta_event(self.seq, delta)
+            properties, event = delta_event(self.seq, delta)
             if self.variant == "relay":
-                self._publish(event_json)
+                self._publish(event)
             elif self.variant == "inline commit":
                 self._commit(self.seq, properties)
-                self._publish(event_json)
+                self._publish(event)
             else:
                 if self.variant == "writer follows":
                     self.cpu.note()
-                self.rows.put((self.seq, properties, event_json))
+                self.rows.put((self.seq, properties, event))
 
     def _commit(self, seq: int, properties: str) -> None:
         self.conn.execute("BEGIN")
@@ -159,9 +157,8 @@ class Relay(asyncio.Protocol):
             self._commit(row[0], row[1])
             self.loop.call_soon_threadsafe(self._publish, row[2])
 
-    def _publish(self, event_json: str) -> None:
-        frame = f"data: {event_json}\n\n".encode()
-        self.out.write(b"%x\r\n%b\r\n" % (len(frame), frame))
+    def _publish(self, event: str) -> None:
+        self.out.write(chunked(f"data: {event}\n\n".encode()))
 
 
 async def relay(variant: str, deltas: int, delay_s: float) -> float:

@@ -176,12 +176,14 @@ async def step(
     cpu_quota: float | None = None,
     loop_lag: bool = False,
     profile: Path | None = None,
+    measuring: Callable[[], object] | None = None,
 ) -> Step:
     """One fresh server, ``sessions`` sessions streaming at once (or arriving staggered),
     followed on GET /event or (``watch="session"``) each on a stream of its own; answered
     by the model, or (``feeder``) streamed in by external loops through ingest. With
     ``profile``, the server's loop runs under cProfile over the window where every session
-    streams, written to that file (bench/per_delta.py)."""
+    streams, written to that file (bench/per_delta.py). ``measuring`` is called as the
+    measured window starts."""
     mock = model if isinstance(model, Mock) else Mock(model, 0)
     quotas: list[CpuQuota] = []
     try:
@@ -202,6 +204,8 @@ async def step(
             start = feeder or functools.partial(prompt_all, sent=sent)
             await model_sent(http, mock.port)  # the warm-up's words: not this step's
             server_before = cpu_s(pid)
+            if measuring is not None:  # bench/floor.py's floor streams from here too
+                measuring()
             # the CPUs busy while every session streams: from the last start to the first end
             last_start_s = stagger_s * (sessions - 1)
             window = _busy_cpus(

@@ -398,10 +398,16 @@ async def test_floor_bench_prints_the_floor_and_partwire_at_each_pace() -> None:
     assert re.split(r"\s{2,}", lines[1].strip()) == ["variant", "1 ms apart", "2 ms apart"]
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
     floor = ["relay", "inline commit", "writer thread", "writer follows"]
-    assert [row[0] for row in rows] == [*floor, "partwire", "partwire / writer follows"]
+    assert [row[0] for row in rows] == [
+        *floor,
+        "partwire",
+        "writer follows, beside partwire",
+        "partwire / writer follows beside it",
+    ]
     assert all(float(cpu) >= 0 for row in rows[:4] for cpu in row[1:])
-    partwire, ratio = rows[4][1:], rows[5][1:]
+    partwire, beside, ratio = rows[4][1:], rows[5][1:], rows[6][1:]
     assert len(partwire) == 2 and all(float(cpu) > 0 for cpu in partwire)
+    assert len(beside) == 2 and all(float(cpu) > 0 for cpu in beside)
     assert len(ratio) == 2 and all(cell.endswith("x") and float(cell[:-1]) > 0 for cell in ratio)
 
 
@@ -410,7 +416,10 @@ async def test_floor_bench_shows_medians_and_each_rounds_ratio() -> None:
     lines = out.splitlines()
     assert lines[0].endswith("medians of 2 rounds")
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
-    assert [row[0] for row in rows][-2:] == ["partwire", "partwire / writer follows"]
+    assert [row[0] for row in rows][-2:] == [
+        "writer follows, beside partwire",
+        "partwire / writer follows beside it",
+    ]
     ratio = re.fullmatch(r"([\d.]+)x \(([\d.]+), ([\d.]+)\)", rows[-1][1])
     assert ratio is not None, rows[-1]
     median, first, second = (float(x) for x in ratio.groups())
@@ -432,6 +441,26 @@ def test_floor_reads_the_mock_models_bytes_and_writes_partwires_event() -> None:
     props = PartDeltaProps.model_validate(event["properties"])
     assert props.wire_json() == properties
     assert props.delta == "w2 "
+
+
+async def test_floor_beside_partwire_streams_only_once_told_to() -> None:
+    """The floor run beside partwire waits for partwire's measured stream: its model
+    sends nothing until a line comes on the relay's stdin, then all of its deltas (enough
+    for /proc's CPU ticks)."""
+    relay = await processes.start(
+        sys.executable, str(ROOT / "bench" / "floor.py"), "--role", "relay", "--gated",
+        "--variant", "writer follows", "--deltas", "400", "--delay-ms", "1",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(relay.wait()), 1.5)
+    except BaseException:
+        await processes.stop(relay)
+        raise
+    out, _ = await processes.finish(relay, b"go\n", limit_s=60)
+    assert relay.returncode == 0
+    assert float(out) > 0
 
 
 async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:

@@ -77,7 +77,8 @@ def model(port: int, deltas: int, delay_s: float) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.sendall(HEAD)
-        sock.recv(1)  # the relay's go: it measures from here
+        if not sock.recv(1):  # the relay's go: it measures from here
+            return  # it ended without one
         for n in range(deltas):
             sock.sendall(model_chunk(f"r1w{n} "))  # the mock's n-th word of its first answer
             time.sleep(delay_s)
@@ -208,8 +209,8 @@ async def relay(variant: str, deltas: int, delay_s: float, gated: bool = False) 
         )  # fmt: skip
         protocol = await model_connected
         await asyncio.sleep(0.4)  # the connections settle
-        if gated:
-            await loop.run_in_executor(None, sys.stdin.readline)
+        if gated and not await loop.run_in_executor(None, sys.stdin.readline):
+            sys.exit("floor.py: the relay's stdin ended before it was told to go")
         before = cpu_s(os.getpid())
         protocol.go()
         await reader_process.wait()

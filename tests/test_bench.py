@@ -463,6 +463,20 @@ async def test_floor_beside_partwire_streams_only_once_told_to() -> None:
     assert float(out) > 0
 
 
+async def test_floor_beside_partwire_fails_if_never_told_to_go() -> None:
+    """partwire's step must start the floor beside it (capacity.step's ``measuring``): a
+    gated relay whose stdin ends first exits with an error, and so fails the bench."""
+    relay = await processes.start(
+        sys.executable, str(ROOT / "bench" / "floor.py"), "--role", "relay", "--gated",
+        "--variant", "writer follows", "--deltas", "10", "--delay-ms", "1",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await processes.finish(relay, b"", limit_s=60)
+    assert relay.returncode == 1 and out == b""
+    assert "stdin ended before it was told to go" in err.decode()
+
+
 async def test_floor_bench_refuses_a_pace_that_is_not_a_number() -> None:
     code, out, err = await ran("floor.py", "--delay-ms", "5,soon")
     assert code == 2 and out == b""

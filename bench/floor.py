@@ -177,8 +177,8 @@ class Relay(asyncio.Protocol):
 
 
 async def relay(variant: str, deltas: int, delay_s: float, gated: bool = False) -> float:
-    """One variant's CPU ms per 1k deltas; ``gated``: the model starts once a line comes
-    on stdin (partwire's stream starts then, bench's ``beside``)."""
+    """One variant's CPU ms per 1k deltas. ``gated``: its model starts once a line comes on
+    stdin (``_partwire_beside`` sends it as partwire's measured stream starts)."""
     loop = asyncio.get_running_loop()
     client_connected: asyncio.Future[asyncio.Transport] = loop.create_future()
 
@@ -237,12 +237,11 @@ async def _partwire_beside(deltas: int, delay_ms: float) -> tuple[float, float]:
     per 1k deltas (partwire's, the floor's). The floor's model starts when partwire's
     measured stream does, so both meet the same machine."""
     rate = 1000 / delay_ms if delay_ms > 0 else float("inf")
-    floor = await asyncio.create_subprocess_exec(
+    floor = await processes.start(
         sys.executable, __file__, "--role", "relay", "--variant", "writer follows", "--gated",
         "--deltas", str(deltas), "--delay-ms", str(delay_ms),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )  # fmt: skip
-    assert floor.stdin is not None
 
     def go() -> None:
         assert floor.stdin is not None

@@ -221,14 +221,19 @@ async def relay(variant: str, deltas: int, delay_s: float, gated: bool = False) 
     return spent * 1e6 / deltas  # ms per 1k deltas
 
 
+def relay_argv(variant: str, deltas: int, delay_ms: float, *, gated: bool = False) -> list[str]:
+    """The command of a relay process running one variant (it prints its CPU ms per 1k
+    deltas)."""
+    return [
+        sys.executable, __file__, "--role", "relay", "--variant", variant,
+        "--deltas", str(deltas), "--delay-ms", str(delay_ms), *(["--gated"] if gated else []),
+    ]  # fmt: skip
+
+
 def _floor(variant: str, deltas: int, delay_ms: float) -> float:
     """One variant in a relay process of its own: its CPU ms per 1k deltas."""
-    measured = subprocess.run(
-        [sys.executable, __file__, "--role", "relay", "--variant", variant,
-         "--deltas", str(deltas), "--delay-ms", str(delay_ms)],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return float(measured)
+    argv = relay_argv(variant, deltas, delay_ms)
+    return float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
 
 
 async def _partwire_beside(deltas: int, delay_ms: float) -> tuple[float, float]:
@@ -238,10 +243,10 @@ async def _partwire_beside(deltas: int, delay_ms: float) -> tuple[float, float]:
     measured stream does, so both meet the same machine."""
     rate = 1000 / delay_ms if delay_ms > 0 else float("inf")
     floor = await processes.start(
-        sys.executable, __file__, "--role", "relay", "--variant", "writer follows", "--gated",
-        "--deltas", str(deltas), "--delay-ms", str(delay_ms),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-    )  # fmt: skip
+        *relay_argv("writer follows", deltas, delay_ms, gated=True),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
 
     def go() -> None:
         assert floor.stdin is not None

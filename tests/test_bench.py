@@ -443,15 +443,19 @@ def test_floor_reads_the_mock_models_bytes_and_writes_partwires_event() -> None:
     assert props.delta == "w2 "
 
 
+async def _gated_floor_relay(deltas: int) -> asyncio.subprocess.Process:
+    """floor.py's "writer follows" relay, 1 ms a delta, started as partwire's bench starts
+    the one beside it: gated on a line on its stdin."""
+    argv = _bench_module("floor").relay_argv("writer follows", deltas, 1, gated=True)
+    pipe = asyncio.subprocess.PIPE
+    return await processes.start(*argv, stdin=pipe, stdout=pipe, stderr=pipe)
+
+
 async def test_floor_beside_partwire_streams_only_once_told_to() -> None:
     """The floor run beside partwire waits for partwire's measured stream: its model
     sends nothing until a line comes on the relay's stdin, then all of its deltas (enough
     for /proc's CPU ticks)."""
-    relay = await processes.start(
-        sys.executable, str(ROOT / "bench" / "floor.py"), "--role", "relay", "--gated",
-        "--variant", "writer follows", "--deltas", "400", "--delay-ms", "1",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    relay = await _gated_floor_relay(deltas=400)
     try:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(asyncio.shield(relay.wait()), 1.5)
@@ -466,12 +470,7 @@ async def test_floor_beside_partwire_streams_only_once_told_to() -> None:
 async def test_floor_beside_partwire_fails_if_never_told_to_go() -> None:
     """partwire's step must start the floor beside it (capacity.step's ``measuring``): a
     gated relay whose stdin ends first exits with an error, and so fails the bench."""
-    relay = await processes.start(
-        sys.executable, str(ROOT / "bench" / "floor.py"), "--role", "relay", "--gated",
-        "--variant", "writer follows", "--deltas", "10", "--delay-ms", "1",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    relay = await _gated_floor_relay(deltas=10)
     out, err = await processes.finish(relay, b"", limit_s=60)
     assert relay.returncode == 1 and out == b""
     assert "stdin ended before it was told to go" in err.decode()
